@@ -1,0 +1,310 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/google/uuid"
+	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
+)
+
+// Channel names one of a kernel's message channels.
+type Channel int
+
+// The kernel's channels. Heartbeat carries no Jupyter messages and is reached
+// through Conn.Heartbeat.
+const (
+	Shell Channel = iota
+	Control
+	Stdin
+	IOPub
+)
+
+func (c Channel) String() string {
+	switch c {
+	case Shell:
+		return "shell"
+	case Control:
+		return "control"
+	case Stdin:
+		return "stdin"
+	case IOPub:
+		return "iopub"
+	}
+	return fmt.Sprintf("channel(%d)", int(c))
+}
+
+// Received is one message that arrived on a channel.
+type Received struct {
+	Channel Channel
+	Msg     *wire.Message
+}
+
+// Conn carries Jupyter messages between the client and one kernel process.
+// The ZeroMQ sockets of a connection file are one implementation; a kernel
+// gateway over WebSocket would be another.
+//
+// Send and Heartbeat may be called concurrently. Messages delivers every
+// verified message from every channel, in order per channel; the channel is
+// closed after Close. Close unblocks every pending call and may be called more
+// than once.
+type Conn interface {
+	Send(ctx context.Context, ch Channel, msg *wire.Message) error
+	Messages() <-chan Received
+	// Heartbeat checks that the kernel answers at all, independent of whether
+	// it is busy. It returns nil on an answer.
+	Heartbeat(ctx context.Context) error
+	Close() error
+}
+
+// ErrClosed is returned by calls on a closed connection or kernel.
+var ErrClosed = errors.New("kernel: closed")
+
+// zmqConn is Conn over the five ZeroMQ sockets of a connection file.
+type zmqConn struct {
+	signer *wire.Signer
+	ci     ConnectionInfo
+
+	shell, control, stdin zmq4.Socket // DEALER
+	iopub                 zmq4.Socket // SUB
+
+	hbMu sync.Mutex
+	hb   zmq4.Socket // REQ; rebuilt after a timeout, since REQ state is then unknown
+
+	ctx     context.Context // cancelled by Close; parent of every socket
+	cancel  context.CancelFunc
+	out     chan Received
+	readers sync.WaitGroup
+	// BadMessages counts frames that failed verification or parsing and were
+	// dropped (a forged or corrupt message).
+	badMu  sync.Mutex
+	badN   int
+	badErr error
+
+	sendMu    [3]sync.Mutex // zmq4 sockets are not safe for concurrent Send
+	closeOnce sync.Once
+}
+
+// dialZMQ connects the five sockets. Dial retries are short and end with ctx,
+// so a kernel that is still binding its ports costs milliseconds, not zmq4's
+// default 250 ms steps.
+func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
+	key := []byte(ci.Key)
+	signer, err := wire.NewSigner(ci.SignatureScheme, key)
+	if err != nil {
+		return nil, err
+	}
+	retries := 200
+	if dl, ok := ctx.Deadline(); ok {
+		retries = max(int(time.Until(dl)/(10*time.Millisecond)), 1)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &zmqConn{signer: signer, ci: ci, ctx: cctx, cancel: cancel, out: make(chan Received, 1024)}
+
+	opts := func(extra ...zmq4.Option) []zmq4.Option {
+		return append([]zmq4.Option{
+			zmq4.WithDialerRetry(10 * time.Millisecond),
+			zmq4.WithDialerMaxRetries(retries),
+			zmq4.WithDialerTimeout(5 * time.Second),
+			zmq4.WithLogger(discardLogger),
+		}, extra...)
+	}
+	// shell and stdin share one identity, or input_request goes nowhere.
+	ident := zmq4.SocketIdentity(uuid.NewString())
+	c.shell = zmq4.NewDealer(cctx, opts(zmq4.WithID(ident))...)
+	c.stdin = zmq4.NewDealer(cctx, opts(zmq4.WithID(ident))...)
+	c.control = zmq4.NewDealer(cctx, opts(zmq4.WithID(zmq4.SocketIdentity(uuid.NewString())))...)
+	c.iopub = zmq4.NewSub(cctx, opts()...)
+	c.hb = zmq4.NewReq(cctx, opts()...)
+
+	dials := []struct {
+		s    zmq4.Socket
+		port int
+	}{{c.shell, ci.ShellPort}, {c.control, ci.ControlPort}, {c.stdin, ci.StdinPort}, {c.iopub, ci.IOPubPort}, {c.hb, ci.HBPort}}
+	errc := make(chan error, len(dials))
+	for _, d := range dials {
+		go func() { errc <- d.s.Dial(ci.endpoint(d.port)) }()
+	}
+	var derr error
+	for range dials {
+		if err := <-errc; err != nil && derr == nil {
+			derr = err
+		}
+	}
+	if derr != nil {
+		c.closeSockets()
+		cancel()
+		return nil, fmt.Errorf("kernel: connect to %s: %w", ci.IP, derr)
+	}
+	if err := c.iopub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		c.closeSockets()
+		cancel()
+		return nil, fmt.Errorf("kernel: subscribe to iopub: %w", err)
+	}
+	for ch, s := range map[Channel]zmq4.Socket{Shell: c.shell, Control: c.control, Stdin: c.stdin, IOPub: c.iopub} {
+		c.readers.Add(1)
+		go c.read(ch, s)
+	}
+	go func() {
+		c.readers.Wait()
+		close(c.out)
+	}()
+	return c, nil
+}
+
+// read drains one socket until Close. It never stops reading early: zmq4
+// leaks its own goroutine when a socket is closed while nobody reads it.
+func (c *zmqConn) read(ch Channel, s zmq4.Socket) {
+	defer c.readers.Done()
+	for {
+		zm, err := s.Recv()
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			// io.EOF once per dead peer; keep draining until Close.
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		msg, err := wire.Decode(zm.Frames, c.signer)
+		if err != nil {
+			c.badMu.Lock()
+			c.badN++
+			c.badErr = err
+			c.badMu.Unlock()
+			continue
+		}
+		select {
+		case c.out <- Received{Channel: ch, Msg: msg}:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// Rejected reports how many received messages were dropped because their
+// signature or framing was bad, and the last such error.
+func (c *zmqConn) Rejected() (int, error) {
+	c.badMu.Lock()
+	defer c.badMu.Unlock()
+	return c.badN, c.badErr
+}
+
+func (c *zmqConn) Messages() <-chan Received { return c.out }
+
+func (c *zmqConn) Send(ctx context.Context, ch Channel, msg *wire.Message) error {
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	var s zmq4.Socket
+	switch ch {
+	case Shell:
+		s = c.shell
+	case Control:
+		s = c.control
+	case Stdin:
+		s = c.stdin
+	default:
+		return fmt.Errorf("kernel: cannot send on %v", ch)
+	}
+	frames, err := wire.Encode(msg, c.signer)
+	if err != nil {
+		return err
+	}
+	c.sendMu[ch].Lock()
+	defer c.sendMu[ch].Unlock()
+	if err := s.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
+		if c.ctx.Err() != nil {
+			return ErrClosed
+		}
+		return fmt.Errorf("kernel: send on %v: %w", ch, err)
+	}
+	return nil
+}
+
+// Heartbeat sends a random payload on the REQ socket and waits for its echo.
+// After a timeout the REQ socket is in an unknown state, so it is replaced.
+func (c *zmqConn) Heartbeat(ctx context.Context) error {
+	c.hbMu.Lock()
+	defer c.hbMu.Unlock()
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	payload := make([]byte, 16)
+	rand.Read(payload)
+	hb := c.hb
+	done := make(chan error, 1)
+	go func() {
+		if err := hb.Send(zmq4.NewMsg(payload)); err != nil {
+			done <- err
+			return
+		}
+		for {
+			m, err := hb.Recv()
+			if err != nil {
+				done <- err
+				return
+			}
+			if len(m.Frames) > 0 && bytes.Equal(m.Frames[0], payload) {
+				done <- nil
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			c.resetHeartbeat(hb, done)
+		}
+		return err
+	case <-ctx.Done():
+		c.resetHeartbeat(hb, done)
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// resetHeartbeat closes the stuck REQ socket, waits for its goroutine and
+// dials a new one, so no heartbeat goroutine outlives its call.
+func (c *zmqConn) resetHeartbeat(old zmq4.Socket, done <-chan error) {
+	old.Close()
+	<-done
+	c.hb = zmq4.NewReq(c.ctx, zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(1), zmq4.WithLogger(discardLogger))
+	// A failed dial leaves a socket that fails every Send; the next beat
+	// reports that and tries again.
+	_ = c.hb.Dial(c.ci.endpoint(c.ci.HBPort))
+}
+
+func (c *zmqConn) closeSockets() {
+	for _, s := range []zmq4.Socket{c.shell, c.control, c.stdin, c.iopub} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	c.hbMu.Lock()
+	if c.hb != nil {
+		c.hb.Close()
+	}
+	c.hbMu.Unlock()
+}
+
+// Close closes every socket and waits for the readers to stop.
+func (c *zmqConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.closeSockets()
+		c.readers.Wait()
+	})
+	return nil
+}

@@ -1,0 +1,150 @@
+package kernel
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// ConnectionInfo is the content of a Jupyter connection file: where the
+// kernel's five sockets listen and how messages are signed.
+type ConnectionInfo struct {
+	Transport       string `json:"transport"`
+	IP              string `json:"ip"`
+	ShellPort       int    `json:"shell_port"`
+	IOPubPort       int    `json:"iopub_port"`
+	StdinPort       int    `json:"stdin_port"`
+	ControlPort     int    `json:"control_port"`
+	HBPort          int    `json:"hb_port"`
+	Key             string `json:"key"`
+	SignatureScheme string `json:"signature_scheme"`
+	KernelName      string `json:"kernel_name,omitempty"`
+}
+
+// NewConnectionInfo picks five free ports on 127.0.0.1 and a random 256-bit
+// key. Kernels started by this package never listen beyond loopback.
+func NewConnectionInfo() (ConnectionInfo, error) {
+	ports, err := freePorts(5)
+	if err != nil {
+		return ConnectionInfo{}, err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return ConnectionInfo{}, fmt.Errorf("kernel: random key: %w", err)
+	}
+	return ConnectionInfo{
+		Transport:       "tcp",
+		IP:              "127.0.0.1",
+		ShellPort:       ports[0],
+		IOPubPort:       ports[1],
+		StdinPort:       ports[2],
+		ControlPort:     ports[3],
+		HBPort:          ports[4],
+		Key:             hex.EncodeToString(key),
+		SignatureScheme: "hmac-sha256",
+	}, nil
+}
+
+// freePorts asks the OS for n distinct free loopback ports. The listeners are
+// held open until all n are chosen so that no port is handed out twice.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("kernel: find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// ReadConnectionFile parses a connection file written by a kernel or by
+// another Jupyter client.
+func ReadConnectionFile(path string) (ConnectionInfo, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ConnectionInfo{}, fmt.Errorf("kernel: read connection file: %w", err)
+	}
+	var ci ConnectionInfo
+	if err := json.Unmarshal(b, &ci); err != nil {
+		return ConnectionInfo{}, fmt.Errorf("kernel: parse connection file %s: %w", path, err)
+	}
+	if ci.Transport == "" {
+		ci.Transport = "tcp"
+	}
+	if ci.Transport != "tcp" {
+		return ConnectionInfo{}, fmt.Errorf("kernel: connection file %s: transport %q is not supported (only tcp)", path, ci.Transport)
+	}
+	if ci.IP == "" || ci.ShellPort == 0 || ci.IOPubPort == 0 || ci.StdinPort == 0 || ci.ControlPort == 0 || ci.HBPort == 0 {
+		return ConnectionInfo{}, fmt.Errorf("kernel: connection file %s lacks an ip or a port", path)
+	}
+	return ci, nil
+}
+
+// endpoint returns the zmq4 address of one port, through the buffered
+// transport (see transport.go).
+func (ci ConnectionInfo) endpoint(port int) string {
+	return bufferedTCP + "://" + net.JoinHostPort(ci.IP, strconv.Itoa(port))
+}
+
+// runtimeDir is a private 0700 directory holding one kernel's connection file.
+// Remove deletes it and everything the kernel left in it.
+type runtimeDir struct {
+	path string
+}
+
+func newRuntimeDir() (*runtimeDir, error) {
+	base := os.Getenv("KERNEL_MCP_RUNTIME_DIR")
+	if base != "" {
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			return nil, fmt.Errorf("kernel: runtime dir: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp(base, "kernel-mcp-")
+	if err != nil {
+		return nil, fmt.Errorf("kernel: runtime dir: %w", err)
+	}
+	// MkdirTemp already uses 0700; say so explicitly in case a umask or
+	// platform default differs.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("kernel: runtime dir: %w", err)
+	}
+	return &runtimeDir{path: dir}, nil
+}
+
+// writeConnectionFile writes ci as a 0600 file in the runtime dir and returns
+// its path.
+func (d *runtimeDir) writeConnectionFile(ci ConnectionInfo) (string, error) {
+	b, err := json.MarshalIndent(ci, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(d.path, "kernel-"+strconv.Itoa(ci.ShellPort)+".json")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("kernel: write connection file: %w", err)
+	}
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("kernel: write connection file: %w", err)
+	}
+	return path, nil
+}
+
+func (d *runtimeDir) Remove() error {
+	if d == nil {
+		return nil
+	}
+	return os.RemoveAll(d.path)
+}

@@ -1,0 +1,826 @@
+// Package kernel is a Go client of the Jupyter messaging protocol: it starts
+// a kernel (ipykernel or any installed kernelspec) from a connection file,
+// runs code in it and collects exactly what a notebook cell would show.
+//
+//	k, err := kernel.Start(ctx, kernel.Options{Python: "python3"})
+//	if err != nil { ... }
+//	defer k.Close()
+//	res, err := k.Execute(ctx, "x = 21\nx * 2", kernel.ExecuteOptions{})
+//	// res.Outputs[0].String("text/plain") == "42"
+//
+// It knows nothing of MCP. Every blocking call takes a context; a call in
+// flight when the kernel dies returns an error matching ErrKernelDied; Close
+// shuts the kernel down and removes its connection file.
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
+	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
+)
+
+var discardLogger = log.New(io.Discard, "", 0)
+
+// Options says which kernel to start and how.
+type Options struct {
+	// Spec is the kernelspec to run. When its Argv is empty, Python is used.
+	Spec kernelspec.Spec
+	// Python is an interpreter with ipykernel installed; the kernel runs as
+	// `<Python> -m ipykernel_launcher -f <connection file>`. Default "python3".
+	Python string
+	// Dir is the kernel's working directory; empty means the server's.
+	Dir string
+	// Env is added to the server's environment (and the kernelspec's env).
+	Env map[string]string
+	// StartTimeout bounds start-up until the kernel answers. Default 60 s.
+	StartTimeout time.Duration
+	// ShutdownWait is how long Close waits for the kernel to obey a
+	// shutdown_request before SIGTERM; TermWait how long after SIGTERM before
+	// SIGKILL. Defaults 3 s and 2 s.
+	ShutdownWait, TermWait time.Duration
+	// InterruptGrace is how long an execution whose context ended waits for
+	// the interrupted kernel to finish. Default 5 s.
+	InterruptGrace time.Duration
+	// HeartbeatInterval and HeartbeatMisses govern death detection of
+	// attached kernels: after HeartbeatMisses unanswered beats in a row the
+	// kernel is dead. Defaults 1 s and 3.
+	HeartbeatInterval time.Duration
+	HeartbeatMisses   int
+}
+
+func (o *Options) setDefaults() {
+	if len(o.Spec.Argv) == 0 {
+		py := o.Python
+		if py == "" {
+			py = "python3"
+		}
+		o.Spec = kernelspec.ForInterpreter(py)
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.ShutdownWait <= 0 {
+		o.ShutdownWait = 3 * time.Second
+	}
+	if o.TermWait <= 0 {
+		o.TermWait = 2 * time.Second
+	}
+	if o.InterruptGrace <= 0 {
+		o.InterruptGrace = 5 * time.Second
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = time.Second
+	}
+	if o.HeartbeatMisses <= 0 {
+		o.HeartbeatMisses = 3
+	}
+}
+
+// Kernel is a running kernel and the client connected to it. Its methods are
+// safe for concurrent use; executions are queued by the kernel itself in the
+// order they were sent.
+type Kernel struct {
+	opts    Options
+	session string
+
+	restartMu sync.Mutex // serializes Restart and Close
+	mu        sync.Mutex // guards the fields below
+	gen       *generation
+	closed    bool
+	// restarting is set while Restart replaces gen.
+	restarting bool
+}
+
+// generation is one kernel process (or one attachment) and its sockets. A
+// restart replaces the whole generation.
+type generation struct {
+	conn   Conn
+	router *router
+	proc   *process    // nil when attached
+	dir    *runtimeDir // nil when attached
+	ci     ConnectionInfo
+	file   string
+
+	died     chan struct{} // closed when the kernel is gone
+	diedOnce sync.Once
+	diedErr  error
+	stop     context.CancelFunc // stops the watcher
+	watcher  chan struct{}
+}
+
+func (g *generation) markDead(err error) {
+	g.diedOnce.Do(func() {
+		g.diedErr = err
+		close(g.died)
+	})
+}
+
+func (g *generation) dead() error {
+	select {
+	case <-g.died:
+		return g.diedErr
+	default:
+		return nil
+	}
+}
+
+// Start launches a kernel and waits until it answers a kernel_info_request
+// on shell and reports that request's status on iopub. A kernel that exits
+// or stays silent until StartTimeout gives an error with its last output.
+func Start(ctx context.Context, opts Options) (*Kernel, error) {
+	opts.setDefaults()
+	k := &Kernel{opts: opts, session: uuid.NewString()}
+	g, err := k.launch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k.gen = g
+	return k, nil
+}
+
+func (k *Kernel) launch(ctx context.Context) (*generation, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.opts.StartTimeout)
+	defer cancel()
+
+	ci, err := NewConnectionInfo()
+	if err != nil {
+		return nil, err
+	}
+	ci.KernelName = k.opts.Spec.Name
+	dir, err := newRuntimeDir()
+	if err != nil {
+		return nil, err
+	}
+	file, err := dir.writeConnectionFile(ci)
+	if err != nil {
+		dir.Remove()
+		return nil, err
+	}
+	env := os.Environ()
+	for k, v := range k.opts.Spec.Env {
+		env = append(env, k+"="+v)
+	}
+	for k, v := range k.opts.Env {
+		env = append(env, k+"="+v)
+	}
+	argv := k.opts.Spec.ExpandArgv(file)
+	proc, err := startProcess(argv, k.opts.Dir, env)
+	if err != nil {
+		dir.Remove()
+		return nil, err
+	}
+	g := &generation{proc: proc, dir: dir, ci: ci, file: file, died: make(chan struct{})}
+	fail := func(err error) (*generation, error) {
+		k.stopGeneration(g, 0)
+		return nil, err
+	}
+
+	// Watch the process from the start, so a kernel that dies while we dial
+	// ends the wait at once.
+	wctx, stop := context.WithCancel(context.Background())
+	g.stop, g.watcher = stop, make(chan struct{})
+	go func() {
+		defer close(g.watcher)
+		select {
+		case <-proc.exited:
+			g.markDead(proc.diedError())
+		case <-wctx.Done():
+		}
+	}()
+
+	dctx, dcancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-g.died:
+			dcancel()
+		case <-dctx.Done():
+		}
+	}()
+	conn, err := dialZMQ(dctx, ci)
+	dcancel()
+	if err != nil {
+		return fail(k.startError(g, ctx, err))
+	}
+	g.conn = conn
+	g.router = newRouter(conn)
+	if err := k.waitReady(ctx, g); err != nil {
+		return fail(k.startError(g, ctx, err))
+	}
+	return g, nil
+}
+
+// startError explains a failed start: the kernel's own last words when it
+// died, or the timeout when it stayed silent.
+func (k *Kernel) startError(g *generation, ctx context.Context, err error) error {
+	argv := strings.Join(k.opts.Spec.ExpandArgv(g.file), " ")
+	if d := g.dead(); d != nil {
+		var de *DiedError
+		if errors.As(d, &de) && strings.TrimSpace(de.Stderr) != "" {
+			return fmt.Errorf("kernel: %s exited during start-up: %w\n%s", argv, d, lastLines(de.Stderr, 15))
+		}
+		return fmt.Errorf("kernel: %s exited during start-up: %w", argv, d)
+	}
+	if ctx.Err() != nil {
+		out := ""
+		if g.proc != nil {
+			if s := strings.TrimSpace(g.proc.output.String()); s != "" {
+				out = "\n" + lastLines(s, 15)
+			}
+		}
+		return fmt.Errorf("kernel: %s did not become ready within %v: %w%s", argv, k.opts.StartTimeout, ctx.Err(), out)
+	}
+	return err
+}
+
+// waitReady sends kernel_info_request until one is answered on shell and
+// its status seen on iopub. A SUB socket misses what was published before it
+// joined, so a reply without a status is followed by another request.
+func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
+	for {
+		msg, err := wire.NewMessage("kernel_info_request", k.session, nil)
+		if err != nil {
+			return err
+		}
+		box := g.router.register(msg.Header.MsgID)
+		err = g.conn.Send(ctx, Shell, msg)
+		if err != nil {
+			g.router.unregister(msg.Header.MsgID)
+			return err
+		}
+		replied, status := false, false
+		retry := time.NewTimer(500 * time.Millisecond)
+	wait:
+		for !(replied && status) {
+			select {
+			case <-box.notify:
+				for _, r := range box.take() {
+					switch {
+					case r.Channel == Shell && r.Msg.Header.MsgType == "kernel_info_reply":
+						replied = true
+					case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
+						status = true
+					}
+				}
+			case <-retry.C:
+				if replied || !status {
+					// Either the reply came without its status, or nothing
+					// came yet: ask again with a new msg_id.
+					break wait
+				}
+			case <-g.died:
+				retry.Stop()
+				g.router.unregister(msg.Header.MsgID)
+				return g.diedErr
+			case <-ctx.Done():
+				retry.Stop()
+				g.router.unregister(msg.Header.MsgID)
+				return ctx.Err()
+			}
+		}
+		retry.Stop()
+		g.router.unregister(msg.Header.MsgID)
+		if replied && status {
+			return nil
+		}
+	}
+}
+
+// Attach connects to a kernel someone else started, from its connection
+// file. The kernel's death is detected by heartbeat. Close disconnects and
+// asks the kernel to shut down; Restart is not available.
+func Attach(ctx context.Context, connectionFile string, opts Options) (*Kernel, error) {
+	opts.setDefaults()
+	ci, err := ReadConnectionFile(connectionFile)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{opts: opts, session: uuid.NewString()}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	conn, err := dialZMQ(ctx, ci)
+	if err != nil {
+		return nil, err
+	}
+	g := &generation{conn: conn, router: newRouter(conn), ci: ci, file: connectionFile, died: make(chan struct{})}
+	if err := k.waitReady(ctx, g); err != nil {
+		conn.Close()
+		<-g.router.done
+		return nil, fmt.Errorf("kernel: attach to %s: %w", connectionFile, err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	g.stop, g.watcher = stop, make(chan struct{})
+	go k.watchHeartbeat(wctx, g)
+	k.gen = g
+	return k, nil
+}
+
+// watchHeartbeat marks the generation dead after HeartbeatMisses silent
+// beats in a row.
+func (k *Kernel) watchHeartbeat(ctx context.Context, g *generation) {
+	defer close(g.watcher)
+	misses := 0
+	t := time.NewTicker(k.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, k.opts.HeartbeatInterval)
+		err := g.conn.Heartbeat(hctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			misses = 0
+			continue
+		}
+		if misses++; misses >= k.opts.HeartbeatMisses {
+			g.markDead(&DiedError{ExitCode: -1, Heartbeat: true})
+			return
+		}
+	}
+}
+
+// current returns the live generation, or an error if the kernel is closed.
+func (k *Kernel) current() (*generation, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return nil, ErrClosed
+	}
+	return k.gen, nil
+}
+
+// Pid is the kernel's process id, or 0 for an attached kernel.
+func (k *Kernel) Pid() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gen == nil || k.gen.proc == nil {
+		return 0
+	}
+	return k.gen.proc.pid
+}
+
+// ConnectionFile is the path of the current connection file.
+func (k *Kernel) ConnectionFile() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.gen.file
+}
+
+// Spec is the kernelspec the kernel was started from.
+func (k *Kernel) Spec() kernelspec.Spec { return k.opts.Spec }
+
+// State is the kernel's state: "idle" or "busy" as it last reported on iopub,
+// "dead" once it died, "closed" after Close.
+func (k *Kernel) State() string {
+	g, err := k.current()
+	if err != nil {
+		return "closed"
+	}
+	k.mu.Lock()
+	restarting := k.restarting
+	k.mu.Unlock()
+	if restarting {
+		return "starting"
+	}
+	if g.dead() != nil {
+		return "dead"
+	}
+	return g.router.executionState()
+}
+
+// Dead returns a channel closed when the current kernel process dies, and
+// the error saying how (nil until then).
+func (k *Kernel) Dead() (<-chan struct{}, func() error) {
+	g, err := k.current()
+	if err != nil {
+		c := make(chan struct{})
+		close(c)
+		return c, func() error { return err }
+	}
+	return g.died, g.dead
+}
+
+// Stderr returns the last output the kernel process wrote to its own stdout
+// and stderr (not the code's output, which travels on iopub).
+func (k *Kernel) Stderr() string {
+	g, err := k.current()
+	if err != nil || g.proc == nil {
+		return ""
+	}
+	return g.proc.output.String()
+}
+
+// ExecuteOptions tunes one execution.
+type ExecuteOptions struct {
+	// OnEvent, if set, is called for each output as it arrives, on the
+	// caller's goroutine inside Execute. It must not call back into Kernel.
+	OnEvent func(Event)
+	// Silent runs the code without broadcasting it or counting it.
+	Silent bool
+	// StoreHistory: default true; set NoStoreHistory to turn it off.
+	NoStoreHistory bool
+	// UserExpressions are evaluated after the code; their results come back
+	// in ExecuteResult.UserExpressions.
+	UserExpressions map[string]string
+	// StopOnError (default true) aborts queued executions after an error.
+	ContinueOnError bool
+}
+
+// Execute runs code and returns its outputs once the kernel has both sent
+// execute_reply and reported idle for it. input() fails at once: stdin is
+// not offered.
+//
+// When the code raises, the result has Status "error" and the returned error
+// is the *ExecError. When ctx ends first, the kernel is interrupted and
+// Execute waits up to InterruptGrace for it to finish, returning the outputs
+// so far and ctx.Err(); if the kernel does not finish, the error also matches
+// ErrInterruptIgnored. When the kernel dies, the error matches ErrKernelDied.
+func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) (*ExecuteResult, error) {
+	g, err := k.current()
+	if err != nil {
+		return nil, err
+	}
+	if d := g.dead(); d != nil {
+		return nil, d
+	}
+	uexpr := opts.UserExpressions
+	if uexpr == nil {
+		uexpr = map[string]string{}
+	}
+	msg, err := wire.NewMessage("execute_request", k.session, map[string]any{
+		"code":             code,
+		"silent":           opts.Silent,
+		"store_history":    !opts.NoStoreHistory && !opts.Silent,
+		"user_expressions": uexpr,
+		"allow_stdin":      false,
+		"stop_on_error":    !opts.ContinueOnError,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &ExecuteResult{MsgID: msg.Header.MsgID}
+	box := g.router.register(msg.Header.MsgID)
+	defer g.router.unregister(msg.Header.MsgID)
+	if err := g.conn.Send(ctx, Shell, msg); err != nil {
+		return nil, err
+	}
+
+	col := collector{res: res, onEvent: opts.OnEvent}
+	var (
+		replied, idle bool
+		ctxDone       = ctx.Done()
+		grace         <-chan time.Time
+		ctxErr        error
+	)
+	for !(replied && idle) {
+		select {
+		case <-box.notify:
+			for _, r := range box.take() {
+				switch {
+				case r.Channel == Shell && r.Msg.Header.MsgType == "execute_reply":
+					replied = true
+					col.reply(r.Msg.Content)
+				case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
+					var st iopubContent
+					if json.Unmarshal(r.Msg.Content, &st) == nil && st.ExecutionState == "idle" {
+						idle = true
+					}
+				case r.Channel == IOPub:
+					col.iopub(r.Msg.Header.MsgType, r.Msg.Content)
+				}
+			}
+		case <-g.died:
+			// Drain what arrived before the death.
+			for _, r := range box.take() {
+				if r.Channel == IOPub {
+					col.iopub(r.Msg.Header.MsgType, r.Msg.Content)
+				}
+			}
+			return res, g.diedErr
+		case <-ctxDone:
+			ctxDone = nil
+			ctxErr = ctx.Err()
+			res.Interrupted = true
+			ictx, cancel := context.WithTimeout(context.Background(), k.opts.InterruptGrace)
+			ierr := k.interrupt(ictx, g)
+			cancel()
+			if ierr != nil && g.dead() == nil {
+				return res, errors.Join(ctxErr, ErrInterruptIgnored, ierr)
+			}
+			t := time.NewTimer(k.opts.InterruptGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			return res, errors.Join(ctxErr, ErrInterruptIgnored)
+		}
+	}
+	if ctxErr != nil {
+		return res, ctxErr
+	}
+	if res.Error != nil {
+		return res, res.Error
+	}
+	return res, nil
+}
+
+// collector applies iopub messages to a result the way a notebook applies
+// them to a cell's outputs.
+type collector struct {
+	res       *ExecuteResult
+	onEvent   func(Event)
+	clearNext bool // a clear_output(wait=True) is pending
+}
+
+func (c *collector) reply(content json.RawMessage) {
+	var r executeReply
+	if err := json.Unmarshal(content, &r); err != nil {
+		c.res.Status = "error"
+		c.res.Error = &ExecError{EName: "ProtocolError", EValue: "bad execute_reply: " + err.Error()}
+		return
+	}
+	c.res.Status = r.Status
+	c.res.ExecutionCount = r.ExecutionCount
+	c.res.UserExpressions = r.UserExpressions
+	c.res.Payload = r.Payload
+	if r.Status == "error" && c.res.Error == nil {
+		c.res.Error = &ExecError{EName: r.EName, EValue: r.EValue, Traceback: r.Traceback}
+	}
+}
+
+func (c *collector) iopub(msgType string, content json.RawMessage) {
+	var m iopubContent
+	if err := json.Unmarshal(content, &m); err != nil {
+		return
+	}
+	out := Output{
+		Name: m.Name, Text: m.Text, Data: m.Data, Metadata: m.Metadata,
+		ExecutionCount: m.ExecutionCount, DisplayID: m.Transient.DisplayID,
+		EName: m.EName, EValue: m.EValue, Traceback: m.Traceback,
+	}
+	switch msgType {
+	case "stream":
+		out.Type = OutputStream
+	case "execute_result":
+		out.Type = OutputExecuteResult
+	case "display_data":
+		out.Type = OutputDisplayData
+	case "update_display_data":
+		out.Type = OutputDisplayData
+	case "error":
+		out.Type = OutputError
+		c.res.Error = &ExecError{EName: m.EName, EValue: m.EValue, Traceback: m.Traceback}
+	case "clear_output":
+		if c.onEvent != nil {
+			c.onEvent(Event{Kind: msgType, Wait: m.Wait})
+		}
+		if m.Wait {
+			c.clearNext = true
+		} else {
+			c.res.Outputs = c.res.Outputs[:0]
+		}
+		return
+	default:
+		return // execute_input, comm messages and the like
+	}
+	if c.onEvent != nil {
+		c.onEvent(Event{Kind: msgType, Output: out})
+	}
+	if msgType == "update_display_data" {
+		// Updates replace earlier displays with the same id and are not
+		// outputs of their own.
+		for i := range c.res.Outputs {
+			if o := &c.res.Outputs[i]; o.DisplayID != "" && o.DisplayID == out.DisplayID {
+				o.Data, o.Metadata = out.Data, out.Metadata
+			}
+		}
+		return
+	}
+	if c.clearNext {
+		c.res.Outputs = c.res.Outputs[:0]
+		c.clearNext = false
+	}
+	outs := c.res.Outputs
+	if n := len(outs); out.Type == OutputStream && n > 0 && outs[n-1].Type == OutputStream && outs[n-1].Name == out.Name {
+		outs[n-1].Text += out.Text
+		return
+	}
+	c.res.Outputs = append(outs, out)
+}
+
+// request sends one request and waits for the reply of replyType, decoding
+// its content into out.
+func (k *Kernel) request(ctx context.Context, g *generation, ch Channel, msgType string, content any, replyType string, out any) error {
+	msg, err := wire.NewMessage(msgType, k.session, content)
+	if err != nil {
+		return err
+	}
+	box := g.router.register(msg.Header.MsgID)
+	defer g.router.unregister(msg.Header.MsgID)
+	if err := g.conn.Send(ctx, ch, msg); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-box.notify:
+			for _, r := range box.take() {
+				if r.Channel == ch && r.Msg.Header.MsgType == replyType {
+					if out == nil {
+						return nil
+					}
+					if err := json.Unmarshal(r.Msg.Content, out); err != nil {
+						return fmt.Errorf("kernel: decode %s: %w", replyType, err)
+					}
+					return nil
+				}
+			}
+		case <-g.died:
+			return g.diedErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// KernelInfo asks the kernel for its language and implementation.
+func (k *Kernel) KernelInfo(ctx context.Context) (*KernelInfo, error) {
+	g, err := k.current()
+	if err != nil {
+		return nil, err
+	}
+	var info KernelInfo
+	if err := k.request(ctx, g, Shell, "kernel_info_request", nil, "kernel_info_reply", &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// Complete asks for completions of code at cursorPos (a count of Unicode
+// code points, as the protocol says; -1 means the end of code).
+func (k *Kernel) Complete(ctx context.Context, code string, cursorPos int) (*CompleteReply, error) {
+	g, err := k.current()
+	if err != nil {
+		return nil, err
+	}
+	if cursorPos < 0 {
+		cursorPos = len([]rune(code))
+	}
+	var r CompleteReply
+	err = k.request(ctx, g, Shell, "complete_request", map[string]any{"code": code, "cursor_pos": cursorPos}, "complete_reply", &r)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Inspect asks for documentation of the name at cursorPos (-1: end of code).
+// detailLevel 0 gives the docstring, 1 also the source where available.
+func (k *Kernel) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*InspectReply, error) {
+	g, err := k.current()
+	if err != nil {
+		return nil, err
+	}
+	if cursorPos < 0 {
+		cursorPos = len([]rune(code))
+	}
+	var r InspectReply
+	err = k.request(ctx, g, Shell, "inspect_request", map[string]any{"code": code, "cursor_pos": cursorPos, "detail_level": detailLevel}, "inspect_reply", &r)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Interrupt interrupts the running code; the kernel keeps its namespace. A
+// kernel whose interrupt_mode is "signal" gets SIGINT (its process group, on
+// Unix); otherwise, or on Windows, or when attached, an interrupt_request.
+func (k *Kernel) Interrupt(ctx context.Context) error {
+	g, err := k.current()
+	if err != nil {
+		return err
+	}
+	return k.interrupt(ctx, g)
+}
+
+func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
+	if d := g.dead(); d != nil {
+		return d
+	}
+	if g.proc != nil && canSignalInterrupt && k.opts.Spec.InterruptMode != "message" {
+		if err := g.proc.interrupt(); err != nil {
+			return fmt.Errorf("kernel: interrupt: %w", err)
+		}
+		return nil
+	}
+	return k.request(ctx, g, Control, "interrupt_request", nil, "interrupt_reply", nil)
+}
+
+// Restart replaces the kernel process with a fresh one (new ports, new
+// sockets, empty namespace). Calls in flight on the old process return an
+// error matching ErrKernelDied. State reports "starting" meanwhile.
+func (k *Kernel) Restart(ctx context.Context) error {
+	k.restartMu.Lock()
+	defer k.restartMu.Unlock()
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return ErrClosed
+	}
+	old := k.gen
+	if old.proc == nil {
+		k.mu.Unlock()
+		return ErrNotOwned
+	}
+	k.restarting = true
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		k.restarting = false
+		k.mu.Unlock()
+	}()
+
+	k.stopGeneration(old, k.opts.ShutdownWait)
+	g, err := k.launch(ctx)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.gen = g
+	k.mu.Unlock()
+	return nil
+}
+
+// Close shuts the kernel down: a shutdown_request, then SIGTERM after
+// ShutdownWait, then SIGKILL after TermWait. It removes the connection file
+// and waits for every goroutine of this kernel. An attached kernel is asked
+// to shut down and disconnected. Close is idempotent.
+func (k *Kernel) Close() error {
+	k.restartMu.Lock()
+	defer k.restartMu.Unlock()
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return nil
+	}
+	k.closed = true
+	k.mu.Unlock()
+	if k.gen.proc == nil && k.gen.dead() == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), k.opts.ShutdownWait)
+		k.request(ctx, k.gen, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil)
+		cancel()
+	}
+	k.stopGeneration(k.gen, k.opts.ShutdownWait)
+	return nil
+}
+
+// stopGeneration ends one generation: asks the kernel to shut down (when
+// wait > 0), escalates to SIGTERM and SIGKILL, then closes the sockets and
+// removes the runtime dir. Calls in flight see the generation die.
+func (k *Kernel) stopGeneration(g *generation, wait time.Duration) {
+	if p := g.proc; p != nil {
+		if p.running() && wait > 0 && g.conn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			k.request(ctx, g, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil)
+			cancel()
+			p.waitExit(wait)
+		}
+		if p.running() {
+			p.terminate()
+			if !p.waitExit(k.opts.TermWait) {
+				p.kill()
+				p.waitExit(30 * time.Second)
+			}
+		}
+		// Children the kernel left in its process group go too.
+		p.kill()
+	}
+	g.markDead(ErrClosed)
+	if g.stop != nil {
+		g.stop()
+		<-g.watcher
+	}
+	if g.conn != nil {
+		g.conn.Close()
+		<-g.router.done
+	}
+	g.dir.Remove()
+}
+
+// Env returns a copy of the extra environment the kernel was started with.
+func (k *Kernel) Env() map[string]string { return maps.Clone(k.opts.Env) }

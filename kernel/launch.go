@@ -1,0 +1,138 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one kernel process we started: its own process group, stdin
+// from the null device, stdout and stderr kept in a bounded ring for error
+// messages.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	output *tailBuffer
+	exited chan struct{} // closed once Wait returned
+	state  *os.ProcessState
+	err    error // Wait's error
+}
+
+// startProcess starts argv. The start and the wait run on one goroutine
+// locked to its OS thread: on Linux the kernel's parent-death signal belongs
+// to the thread that forked it, so that thread must live exactly as long as
+// the kernel does.
+func startProcess(argv []string, dir string, env []string) (*process, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("kernel: empty kernel command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(env, "JPY_PARENT_PID="+strconv.Itoa(os.Getpid()))
+	p := &process{cmd: cmd, output: newTailBuffer(16 << 10), exited: make(chan struct{})}
+	cmd.Stdout = p.output
+	cmd.Stderr = p.output
+	// A child the kernel started may keep the output pipe open after the
+	// kernel exits; do not let it hold up Wait.
+	cmd.WaitDelay = time.Second
+	setProcAttr(cmd)
+
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The thread is never unlocked: it ends with this goroutine, after
+		// the kernel has exited.
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		p.pid = cmd.Process.Pid
+		started <- nil
+		p.err = cmd.Wait()
+		p.state = cmd.ProcessState
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("kernel: start %s: %w", argv[0], err)
+	}
+	return p, nil
+}
+
+// diedError describes how the process ended. Call it after exited is closed.
+func (p *process) diedError() *DiedError {
+	d := &DiedError{ExitCode: -1, Stderr: p.output.String()}
+	if p.state != nil {
+		d.ExitCode = p.state.ExitCode()
+		if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			d.SignalNo = int(ws.Signal())
+			d.Signal = ws.Signal().String()
+		}
+	}
+	return d
+}
+
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitExit waits up to d for the process to exit.
+func (p *process) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// tailBuffer is an io.Writer that keeps the last max bytes written.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) >= t.max {
+		p = p[len(p)-t.max:]
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// lastLines returns at most n trailing non-empty lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

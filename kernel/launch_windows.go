@@ -1,0 +1,22 @@
+package kernel
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr starts the kernel in its own process group, so a Ctrl-C in the
+// server's console does not reach it. ipykernel exits when the server is gone
+// because JPY_PARENT_PID is set.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
+}
+
+// Windows has no SIGINT for another process; interrupts go over the control
+// channel (interrupt_request), which ipykernel answers the same way.
+const canSignalInterrupt = false
+
+func (p *process) interrupt() error { return errors.New("kernel: no interrupt signal on windows") }
+func (p *process) terminate() error { return p.cmd.Process.Kill() }
+func (p *process) kill() error      { return p.cmd.Process.Kill() }

@@ -1,0 +1,93 @@
+package kernel
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+)
+
+// router reads every message of one Conn and hands each to the request whose
+// msg_id is its parent. It never blocks on a slow caller: each request has an
+// unbounded mailbox. Messages whose parent nobody waits for are dropped, as
+// jupyter_client's client drops iopub messages of other clients.
+type router struct {
+	mu      sync.Mutex
+	pending map[string]*mailbox
+	state   atomic.Value // string: last execution_state seen on iopub
+	done    chan struct{}
+}
+
+func newRouter(c Conn) *router {
+	r := &router{pending: make(map[string]*mailbox), done: make(chan struct{})}
+	r.state.Store("starting")
+	go r.run(c)
+	return r
+}
+
+func (r *router) run(c Conn) {
+	defer close(r.done)
+	for rcv := range c.Messages() {
+		if rcv.Channel == IOPub && rcv.Msg.Header.MsgType == "status" {
+			var st struct {
+				ExecutionState string `json:"execution_state"`
+			}
+			if json.Unmarshal(rcv.Msg.Content, &st) == nil && st.ExecutionState != "" {
+				r.state.Store(st.ExecutionState)
+			}
+		}
+		r.mu.Lock()
+		box := r.pending[rcv.Msg.ParentHeader.MsgID]
+		r.mu.Unlock()
+		if box != nil {
+			box.push(rcv)
+		}
+	}
+}
+
+// register starts collecting the replies to msgID. Call it before sending
+// the request, so no reply can arrive unseen.
+func (r *router) register(msgID string) *mailbox {
+	b := newMailbox()
+	r.mu.Lock()
+	r.pending[msgID] = b
+	r.mu.Unlock()
+	return b
+}
+
+func (r *router) unregister(msgID string) {
+	r.mu.Lock()
+	delete(r.pending, msgID)
+	r.mu.Unlock()
+}
+
+// executionState is the kernel's last reported state: starting, idle or busy.
+func (r *router) executionState() string { return r.state.Load().(string) }
+
+// mailbox is an unbounded FIFO with a wake-up channel.
+type mailbox struct {
+	mu     sync.Mutex
+	queue  []Received
+	notify chan struct{} // capacity 1: "something is queued"
+}
+
+func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1)} }
+
+func (b *mailbox) push(r Received) {
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	b.mu.Unlock()
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take returns everything queued so far.
+func (b *mailbox) take() []Received {
+	b.mu.Lock()
+	q := b.queue
+	b.queue = nil
+	b.mu.Unlock()
+	return q
+}

@@ -1,0 +1,63 @@
+package kernel
+
+import (
+	"bufio"
+	"context"
+	"net"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/transport"
+)
+
+// bufferedTCP names a zmq4 transport that is TCP with a buffered reader.
+// zmq4 reads every frame header and body with its own read syscall; behind a
+// bufio.Reader one syscall brings in many frames. Writes are untouched: the
+// connection still is a *net.TCPConn underneath, so zmq4's multipart writes
+// keep going out as one writev.
+const bufferedTCP = "kmtcp"
+
+// readBufferSize is large enough to take a typical iopub burst (a status, a
+// stream, a reply) in one read, and small next to a kernel's own buffers.
+const readBufferSize = 64 << 10
+
+func init() {
+	if err := zmq4.RegisterTransport(bufferedTCP, bufferedTransport{}); err != nil {
+		panic(err)
+	}
+}
+
+type bufferedTransport struct{}
+
+var _ transport.Transport = bufferedTransport{}
+
+func (bufferedTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c, nil
+	}
+	tc.SetNoDelay(true)
+	return &bufferedConn{TCPConn: tc, r: bufio.NewReaderSize(tc, readBufferSize)}, nil
+}
+
+func (bufferedTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "tcp", addr)
+}
+
+func (bufferedTransport) Addr(ep string) (string, error) {
+	return transport.New("tcp").Addr(ep)
+}
+
+// bufferedConn embeds *net.TCPConn so that every method, including the
+// unexported one net.Buffers uses for writev, is the TCP connection's own;
+// only Read goes through the buffer.
+type bufferedConn struct {
+	*net.TCPConn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
