@@ -127,6 +127,19 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 		s    zmq4.Socket
 		port int
 	}{{c.shell, ci.ShellPort}, {c.control, ci.ControlPort}, {c.stdin, ci.StdinPort}, {c.iopub, ci.IOPubPort}, {c.hb, ci.HBPort}}
+	// zmq4 retries a dial until the socket's own context ends, not ctx: end
+	// it when ctx does, so a kernel that died or a start that timed out
+	// stops the retries at once.
+	dialed := make(chan struct{})
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case <-ctx.Done():
+			cancel()
+		case <-dialed:
+		}
+	}()
 	errc := make(chan error, len(dials))
 	for _, d := range dials {
 		go func() { errc <- d.s.Dial(ci.endpoint(d.port)) }()
@@ -136,6 +149,11 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 		if err := <-errc; err != nil && derr == nil {
 			derr = err
 		}
+	}
+	close(dialed)
+	<-watchDone
+	if cctx.Err() != nil {
+		derr = ctx.Err()
 	}
 	if derr != nil {
 		c.closeSockets()
@@ -264,7 +282,8 @@ func (c *zmqConn) Heartbeat(ctx context.Context) error {
 	select {
 	case err := <-done:
 		if err != nil {
-			c.resetHeartbeat(hb, done)
+			// The goroutine has ended: nothing more to wait for.
+			c.resetHeartbeat(hb, nil)
 		}
 		return err
 	case <-ctx.Done():
@@ -275,11 +294,14 @@ func (c *zmqConn) Heartbeat(ctx context.Context) error {
 	}
 }
 
-// resetHeartbeat closes the stuck REQ socket, waits for its goroutine and
-// dials a new one, so no heartbeat goroutine outlives its call.
+// resetHeartbeat closes the stuck REQ socket, waits for its goroutine (done,
+// unless nil because it already ended) and dials a new one, so no heartbeat
+// goroutine outlives its call.
 func (c *zmqConn) resetHeartbeat(old zmq4.Socket, done <-chan error) {
 	old.Close()
-	<-done
+	if done != nil {
+		<-done
+	}
 	c.hb = zmq4.NewReq(c.ctx, zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(1), zmq4.WithLogger(discardLogger))
 	// A failed dial leaves a socket that fails every Send; the next beat
 	// reports that and tries again.

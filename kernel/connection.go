@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 )
 
 // ConnectionInfo is the content of a Jupyter connection file: where the
@@ -89,10 +91,13 @@ func ReadConnectionFile(path string) (ConnectionInfo, error) {
 	return ci, nil
 }
 
-// endpoint returns the zmq4 address of one port, through the buffered
-// transport (see transport.go).
+// endpointScheme is the zmq4 transport the sockets dial: the buffered one
+// (see transport.go). Benchmarks switch it to plain "tcp" to measure the gain.
+var endpointScheme = bufferedTCP
+
+// endpoint returns the zmq4 address of one port.
 func (ci ConnectionInfo) endpoint(port int) string {
-	return bufferedTCP + "://" + net.JoinHostPort(ci.IP, strconv.Itoa(port))
+	return endpointScheme + "://" + net.JoinHostPort(ci.IP, strconv.Itoa(port))
 }
 
 // runtimeDir is a private 0700 directory holding one kernel's connection file.
@@ -108,7 +113,10 @@ func newRuntimeDir() (*runtimeDir, error) {
 			return nil, fmt.Errorf("kernel: runtime dir: %w", err)
 		}
 	}
-	dir, err := os.MkdirTemp(base, "kernel-mcp-")
+	sweepStaleRuntimeDirs(base)
+	// The pid in the name lets a later process find dirs whose owner was
+	// killed before it could remove them.
+	dir, err := os.MkdirTemp(base, runtimeDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("kernel: runtime dir: %w", err)
 	}
@@ -119,6 +127,38 @@ func newRuntimeDir() (*runtimeDir, error) {
 		return nil, fmt.Errorf("kernel: runtime dir: %w", err)
 	}
 	return &runtimeDir{path: dir}, nil
+}
+
+const runtimeDirPrefix = "kernel-mcp-"
+
+var swept sync.Map // base dir -> struct{}: swept once per process
+
+// sweepStaleRuntimeDirs removes, once per process and base dir, the runtime
+// dirs of processes that no longer exist: a server killed with SIGKILL takes
+// its kernels with it (Pdeathsig) but cannot remove its own files.
+func sweepStaleRuntimeDirs(base string) {
+	if base == "" {
+		base = os.TempDir()
+	}
+	if _, done := swept.LoadOrStore(base, struct{}{}); done {
+		return
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), runtimeDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processExists(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(base, e.Name()))
+	}
 }
 
 // writeConnectionFile writes ci as a 0600 file in the runtime dir and returns

@@ -26,3 +26,10 @@ func (p *process) kill() error      { return p.signalGroup(syscall.SIGKILL) }
 
 // canSignalInterrupt reports whether interrupt() works on this platform.
 const canSignalInterrupt = true
+
+// processExists reports whether a process with that pid exists (EPERM: it
+// does, and belongs to someone else).
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}

@@ -20,3 +20,13 @@ const canSignalInterrupt = false
 func (p *process) interrupt() error { return errors.New("kernel: no interrupt signal on windows") }
 func (p *process) terminate() error { return p.cmd.Process.Kill() }
 func (p *process) kill() error      { return p.cmd.Process.Kill() }
+
+// processExists reports whether a process with that pid exists.
+func processExists(pid int) bool {
+	h, err := syscall.OpenProcess(syscall.PROCESS_QUERY_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return err == syscall.ERROR_ACCESS_DENIED
+	}
+	syscall.CloseHandle(h)
+	return true
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
-
 )
 
 // router reads every message of one Conn and hands each to the request whose

@@ -78,6 +78,9 @@ type ExecuteResult struct {
 	// Interrupted is set when the context ended the execution and an
 	// interrupt was sent to the kernel.
 	Interrupted bool
+	// Rejected counts iopub messages for this execution whose content was
+	// not valid JSON; they are left out of Outputs.
+	Rejected int
 }
 
 // ExecError is an exception raised by the code. Its Error() is the kernel's

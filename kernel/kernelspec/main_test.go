@@ -55,10 +55,14 @@ func must(err error) {
 	}
 }
 
-// needPython skips t when no python3 with ipykernel is available.
+// needPython skips t when no python3 with ipykernel is available, and fails
+// it under CI, where a skip would hide a broken install step.
 func needPython(t *testing.T) {
 	t.Helper()
 	if realPy == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and python3 with ipykernel is not available")
+		}
 		t.Skip("python3 with ipykernel not available")
 	}
 }

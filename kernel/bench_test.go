@@ -1,0 +1,142 @@
+package kernel
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// These benchmarks measure what bench/jupyter_client_bench.py measures with
+// Python's jupyter_client, so the two can be compared on one machine:
+//
+//	go test -run '^$' -bench 'RoundTrip' -benchtime 300x ./kernel/
+//	go test -run '^$' -bench 'Stdout10MB|KernelStart' -benchtime 5x ./kernel/
+//	python3 bench/jupyter_client_bench.py
+//
+// Each reports the median of its per-iteration times as ms/median, the
+// figure the script prints as "median ms".
+
+const (
+	roundTripCode = "1+1"
+	stdoutCode    = "for _ in range(10240): print('x'*1023)" // 10240 lines of 1 KiB
+	stdoutBytes   = 10 * 1024 * 1024
+	warmUps       = 20
+)
+
+// useScheme switches the sockets' zmq4 transport for one benchmark.
+func useScheme(b *testing.B, scheme string) {
+	old := endpointScheme
+	endpointScheme = scheme
+	b.Cleanup(func() { endpointScheme = old })
+}
+
+func reportMedian(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	med := d[len(d)/2]
+	if len(d)%2 == 0 {
+		med = (d[len(d)/2-1] + d[len(d)/2]) / 2
+	}
+	b.ReportMetric(float64(med)/float64(time.Millisecond), "ms/median")
+}
+
+func BenchmarkExecuteRoundTrip(b *testing.B) { benchRoundTrip(b, bufferedTCP, Options{}) }
+
+// BenchmarkExecuteRoundTripStock is BenchmarkExecuteRoundTrip on ipykernel
+// started exactly as jupyter_client starts it: the like-for-like comparison
+// with bench/jupyter_client_bench.py.
+func BenchmarkExecuteRoundTripStock(b *testing.B) {
+	benchRoundTrip(b, bufferedTCP, Options{StockIPyKernel: true})
+}
+
+// BenchmarkExecuteRoundTripUnbuffered is BenchmarkExecuteRoundTripStock over
+// zmq4's own tcp transport, to measure what the buffered one gains.
+func BenchmarkExecuteRoundTripUnbuffered(b *testing.B) {
+	benchRoundTrip(b, "tcp", Options{StockIPyKernel: true})
+}
+
+// benchRoundTrip times `1+1` until both execute_reply and idle arrived.
+func benchRoundTrip(b *testing.B, scheme string, opts Options) {
+	useScheme(b, scheme)
+	k := startKernel(b, opts)
+	ctx := context.Background()
+	check := func() {
+		res, err := k.Execute(ctx, roundTripCode, ExecuteOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(res.Outputs); n == 0 {
+			b.Fatalf("no outputs")
+		} else if s, _ := res.Outputs[n-1].String("text/plain"); s != "2" {
+			b.Fatalf("result %q, want 2", s)
+		}
+	}
+	for range warmUps {
+		check()
+	}
+	var d []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		check()
+		d = append(d, time.Since(t0))
+	}
+	reportMedian(b, d)
+}
+
+func BenchmarkStdout10MB(b *testing.B) { benchStdout(b, bufferedTCP) }
+
+// BenchmarkStdout10MBUnbuffered is BenchmarkStdout10MB over zmq4's own tcp
+// transport. Both run stock ipykernel, like the Python script.
+func BenchmarkStdout10MBUnbuffered(b *testing.B) { benchStdout(b, "tcp") }
+
+// benchStdout times 10 MiB of printed text, all of which must arrive.
+func benchStdout(b *testing.B, scheme string) {
+	useScheme(b, scheme)
+	k := startKernel(b, Options{StockIPyKernel: true})
+	ctx := context.Background()
+	var d []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		res, err := k.Execute(ctx, stdoutCode, ExecuteOptions{})
+		d = append(d, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		total := 0
+		for _, o := range res.Outputs {
+			if o.Type == OutputStream {
+				total += len(o.Text)
+			}
+		}
+		if total != stdoutBytes {
+			b.Fatalf("got %d bytes of stream text, want %d", total, stdoutBytes)
+		}
+	}
+	b.SetBytes(stdoutBytes)
+	reportMedian(b, d)
+}
+
+// BenchmarkKernelStart times Start until the kernel is ready; Close is not
+// timed.
+func BenchmarkKernelStart(b *testing.B) {
+	requireIPyKernel(b)
+	ctx := context.Background()
+	var d []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		k, err := Start(ctx, Options{})
+		d = append(d, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := k.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	reportMedian(b, d)
+}

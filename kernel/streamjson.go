@@ -1,0 +1,181 @@
+package kernel
+
+import (
+	"bytes"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decodeStream is the fast path for the iopub message that carries almost
+// all output bytes: stream content, {"name": "stdout", "text": "..."}. A
+// general JSON decoder spends most of its time on the escapes every printed
+// line has ("\n"); this one copies runs between escapes. It accepts only an
+// object whose values are all strings, with valid UTF-8 and well-formed
+// escapes; on anything else it returns ok=false and the caller uses the
+// general decoder, so its results are those of encoding/json or nothing.
+func decodeStream(b []byte) (name, text string, ok bool) {
+	b = skipSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return "", "", false
+	}
+	b = skipSpace(b[1:])
+	if len(b) > 0 && b[0] == '}' {
+		return "", "", len(skipSpace(b[1:])) == 0
+	}
+	for {
+		if len(b) == 0 || b[0] != '"' {
+			return "", "", false
+		}
+		key, rest, good := unquote(b[1:])
+		if !good {
+			return "", "", false
+		}
+		b = skipSpace(rest)
+		if len(b) == 0 || b[0] != ':' {
+			return "", "", false
+		}
+		b = skipSpace(b[1:])
+		if len(b) == 0 || b[0] != '"' {
+			return "", "", false // a non-string value: not a plain stream message
+		}
+		val, rest, good := unquote(b[1:])
+		if !good {
+			return "", "", false
+		}
+		switch string(key) {
+		case "name":
+			name = string(val)
+		case "text":
+			text = string(val)
+		}
+		b = skipSpace(rest)
+		if len(b) == 0 {
+			return "", "", false
+		}
+		switch b[0] {
+		case ',':
+			b = skipSpace(b[1:])
+		case '}':
+			if len(skipSpace(b[1:])) != 0 {
+				return "", "", false
+			}
+			return name, text, true
+		default:
+			return "", "", false
+		}
+	}
+}
+
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
+
+// unquote decodes a JSON string whose opening quote was consumed, returning
+// it and what follows the closing quote.
+func unquote(b []byte) (s, rest []byte, ok bool) {
+	var out []byte
+	for {
+		i := 0
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+			i++
+		}
+		if i == len(b) || b[i] < 0x20 {
+			return nil, nil, false // unterminated, or a raw control character
+		}
+		if b[i] == '"' && out == nil {
+			// No escapes at all: the common case for keys.
+			s = b[:i]
+			if !utf8.Valid(s) {
+				return nil, nil, false
+			}
+			return s, b[i+1:], true
+		}
+		if out == nil {
+			out = make([]byte, 0, len(b))
+		}
+		out = append(out, b[:i]...)
+		if b[i] == '"' {
+			if !utf8.Valid(out) {
+				return nil, nil, false
+			}
+			return out, b[i+1:], true
+		}
+		if i+1 >= len(b) {
+			return nil, nil, false
+		}
+		switch c := b[i+1]; c {
+		case '"', '\\', '/':
+			out = append(out, c)
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'u':
+			r, n := unicodeEscape(b[i:])
+			if n == 0 {
+				return nil, nil, false
+			}
+			out = utf8.AppendRune(out, r)
+			b = b[i+n:]
+			continue
+		default:
+			return nil, nil, false
+		}
+		b = b[i+2:]
+	}
+}
+
+// unicodeEscape decodes \uXXXX, or a surrogate pair \uXXXX\uXXXX, at the
+// start of b. n is the bytes consumed, 0 when malformed or a lone surrogate
+// (which the general decoder handles its own way).
+func unicodeEscape(b []byte) (r rune, n int) {
+	r1, ok := hex4(b)
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r1) {
+		return r1, 6
+	}
+	if len(b) < 12 || !bytes.HasPrefix(b[6:], []byte(`\u`)) {
+		return 0, 0
+	}
+	r2, ok := hex4(b[6:])
+	if !ok {
+		return 0, 0
+	}
+	r = utf16.DecodeRune(r1, r2)
+	if r == utf8.RuneError {
+		return 0, 0
+	}
+	return r, 12
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[2:6] {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

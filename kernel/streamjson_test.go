@@ -1,0 +1,62 @@
+package kernel
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestDecodeStream(t *testing.T) {
+	tests := []struct {
+		in         string
+		name, text string
+		ok         bool
+	}{
+		{`{"name": "stdout", "text": "hi\n"}`, "stdout", "hi\n", true},
+		{`{"text":"a\tb\u00e9\ud83d\ude00\"\\\/","name":"stderr"}`, "stderr", "a\tbé😀\"\\/", true},
+		{` { "name" : "stdout" , "text" : "" } `, "stdout", "", true},
+		{`{}`, "", "", true},
+		{`{"name": "stdout", "text": "x", "extra": 1}`, "", "", false},
+		{`{"name": "stdout", "text": "raw` + "\n" + `newline"}`, "", "", false},
+		{`{"name": "stdout", "text": "lone \ud83d"}`, "", "", false},
+		{`{"name": "stdout", "text": "bad \x"}`, "", "", false},
+		{`{"name": "stdout", "text": "unterminated}`, "", "", false},
+		{`{"name": "stdout" "text": "x"}`, "", "", false},
+		{`{"name": "stdout"} trailing`, "", "", false},
+		{"{\"text\": \"\xff\"}", "", "", false},
+	}
+	for _, tt := range tests {
+		name, text, ok := decodeStream([]byte(tt.in))
+		if ok != tt.ok || name != tt.name || text != tt.text {
+			t.Errorf("decodeStream(%q) = %q, %q, %v; want %q, %q, %v", tt.in, name, text, ok, tt.name, tt.text, tt.ok)
+		}
+	}
+}
+
+// FuzzDecodeStream checks the fast path against encoding/json: whatever it
+// accepts, encoding/json accepts with the same values.
+func FuzzDecodeStream(f *testing.F) {
+	for _, s := range []string{`{"name": "stdout", "text": "hi\n"}`, `{"text":"\u00e9\ud83d\ude00"}`, `{}`, `{"a":"b","name":"x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		name, text, ok := decodeStream(b)
+		if !ok {
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json: %v", b, err)
+		}
+		for k, v := range m {
+			if _, isString := v.(string); !isString {
+				t.Fatalf("fast path accepted non-string value %q in %q", k, b)
+			}
+		}
+		if n, _ := m["name"].(string); n != name {
+			t.Fatalf("name %q, encoding/json %q", name, n)
+		}
+		if tx, _ := m["text"].(string); tx != text {
+			t.Fatalf("text %q, encoding/json %q", text, tx)
+		}
+	})
+}
