@@ -27,9 +27,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	fastjson "github.com/segmentio/encoding/json"
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 var discardLogger = log.New(io.Discard, "", 0)
