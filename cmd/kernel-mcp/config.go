@@ -1,0 +1,308 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Transports the server can run over.
+const (
+	transportStdio          = "stdio"
+	transportSSE            = "sse"
+	transportStreamableHTTP = "streamable-http"
+)
+
+// stateDirNone is the --state-dir value that keeps histories in memory only.
+const stateDirNone = "none"
+
+// config is the command's configuration, from flags and environment.
+type config struct {
+	Transport   string
+	Host        string
+	Port        int
+	Python      string
+	Kernel      string
+	Token       string
+	Timeout     time.Duration // 0: none
+	OutputLimit int
+	StateDir    string // "": in memory only
+	LogLevel    slog.Level
+
+	// NoStateDir is set when no default state directory could be found
+	// (no home directory) and StateDir fell back to in-memory.
+	NoStateDir bool
+
+	Help    bool // --help: print usage and exit 0
+	Version bool // --version: print the version and exit 0
+}
+
+// isHTTP reports whether the transport listens on a TCP port.
+func (c config) isHTTP() bool {
+	return c.Transport == transportSSE || c.Transport == transportStreamableHTTP
+}
+
+// setting is one configuration value: a flag, its environment variable and
+// its default, shown by --help.
+type setting struct {
+	flag string
+	env  string
+	def  string // default shown in usage; "" shows none
+	help string
+}
+
+// settings lists every flag that has an environment variable, in the order
+// --help shows them. The env names are fixed (see DESIGN.md).
+var settings = []setting{
+	{"transport", "MCP_TRANSPORT", "stdio", "transport: stdio, sse or streamable-http"},
+	{"host", "MCP_HOST", "127.0.0.1", "HTTP bind address; a non-loopback host needs --token"},
+	{"port", "MCP_PORT", "8000", "HTTP port (0 picks a free one); streamable HTTP at /mcp, SSE at /sse"},
+	{"python", "PYTHON_MCP_INTERPRETER", "$CONDA_PREFIX's python, else the python3 kernelspec, else python3 on PATH", "Python interpreter whose ipykernel runs the code"},
+	{"kernel", "KERNEL_MCP_KERNEL", "none", "kernelspec name to use instead of an interpreter"},
+	{"token", "KERNEL_MCP_TOKEN", "none", "HTTP bearer token clients must send as 'Authorization: Bearer <token>'"},
+	{"timeout", "KERNEL_MCP_TIMEOUT", "0", "default execution timeout in seconds (fractions allowed); 0 means none"},
+	{"output-limit", "KERNEL_MCP_OUTPUT_LIMIT", "20000", "characters of output per result; longer output is cut in the middle"},
+	{"state-dir", "KERNEL_MCP_STATE_DIR", "", "directory where session histories are kept; 'none' keeps them in memory only"},
+	{"log-level", "KERNEL_MCP_LOG_LEVEL", "info", "log level on stderr: debug, info, warn or error"},
+}
+
+func settingFor(flagName string) setting {
+	for _, s := range settings {
+		if s.flag == flagName {
+			return s
+		}
+	}
+	panic("kernel-mcp: no setting for flag " + flagName)
+}
+
+// invalid builds the one-line error for a bad value of a setting, naming
+// both the flag and its environment variable.
+func invalid(flagName, value, want string) error {
+	s := settingFor(flagName)
+	return fmt.Errorf("invalid --%s / %s value %q: %s", s.flag, s.env, value, want)
+}
+
+// parseConfig builds the configuration from command-line arguments (without
+// the program name) and an environment lookup. An environment variable gives
+// a setting's default; a flag on the command line wins over it. It is pure:
+// everything it reads comes through args and getenv.
+//
+// Every error it returns is a usage error (exit status 2).
+func parseConfig(args []string, getenv func(string) string) (config, error) {
+	return parseConfigFor(runtime.GOOS, args, getenv)
+}
+
+func parseConfigFor(goos string, args []string, getenv func(string) string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("kernel-mcp", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	values := make(map[string]*string, len(settings))
+	for _, s := range settings {
+		values[s.flag] = fs.String(s.flag, "", s.help)
+	}
+	fs.BoolVar(&cfg.Version, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config{Help: true}, nil
+		}
+		return config{}, fmt.Errorf("%v (see --help)", err)
+	}
+	if cfg.Version {
+		return config{Version: true}, nil
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+
+	setOnCommandLine := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { setOnCommandLine[f.Name] = true })
+	// get returns the effective raw value of a setting: the flag if given
+	// (even empty, which selects the default), else the env var, else "".
+	get := func(name string) string {
+		if setOnCommandLine[name] {
+			return strings.TrimSpace(*values[name])
+		}
+		return strings.TrimSpace(getenv(settingFor(name).env))
+	}
+
+	switch v := strings.ToLower(get("transport")); v {
+	case "":
+		cfg.Transport = transportStdio
+	case transportStdio, transportSSE, transportStreamableHTTP:
+		cfg.Transport = v
+	default:
+		return config{}, invalid("transport", get("transport"), "want stdio, sse or streamable-http")
+	}
+
+	cfg.Host = "127.0.0.1"
+	if v := get("host"); v != "" {
+		// Accept a bracketed IPv6 literal as people write it in URLs.
+		if strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]") {
+			v = v[1 : len(v)-1]
+		}
+		if v == "" || strings.ContainsAny(v, "/ ") {
+			return config{}, invalid("host", get("host"), "want a host name or IP address")
+		}
+		cfg.Host = v
+	}
+
+	cfg.Port = 8000
+	if v := get("port"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			return config{}, invalid("port", v, "want an integer from 0 to 65535")
+		}
+		cfg.Port = p
+	}
+
+	cfg.Python = get("python")
+	cfg.Kernel = get("kernel")
+	cfg.Token = get("token")
+
+	if v := get("timeout"); v != "" {
+		d, err := parseSeconds(v)
+		if err != nil {
+			return config{}, invalid("timeout", v, err.Error())
+		}
+		cfg.Timeout = d
+	}
+
+	cfg.OutputLimit = 20000
+	if v := get("output-limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return config{}, invalid("output-limit", v, "want a positive integer (characters)")
+		}
+		cfg.OutputLimit = n
+	}
+
+	switch v := get("state-dir"); {
+	case strings.EqualFold(v, stateDirNone):
+		cfg.StateDir = ""
+	case v != "":
+		cfg.StateDir = v
+	default:
+		cfg.StateDir = defaultStateDir(goos, getenv)
+		cfg.NoStateDir = cfg.StateDir == ""
+	}
+
+	switch v := strings.ToLower(get("log-level")); v {
+	case "", "info":
+		cfg.LogLevel = slog.LevelInfo
+	case "debug":
+		cfg.LogLevel = slog.LevelDebug
+	case "warn", "warning":
+		cfg.LogLevel = slog.LevelWarn
+	case "error":
+		cfg.LogLevel = slog.LevelError
+	default:
+		return config{}, invalid("log-level", get("log-level"), "want debug, info, warn or error")
+	}
+	return cfg, nil
+}
+
+// parseSeconds parses a non-negative number of seconds, fractions allowed.
+func parseSeconds(v string) (time.Duration, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	switch {
+	case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
+		return 0, errors.New("want a number of seconds, such as 30 or 2.5 (0 means none)")
+	case f < 0:
+		return 0, errors.New("must not be negative (0 means none)")
+	case f*float64(time.Second) >= math.MaxInt64:
+		return 0, errors.New("too large")
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// defaultStateDir is where histories are kept when --state-dir is not given:
+// $XDG_STATE_HOME/kernel-mcp if set (and absolute), else the platform's
+// per-user state or application-data directory. It returns "" when no home
+// directory is known.
+func defaultStateDir(goos string, getenv func(string) string) string {
+	join := filepath.Join
+	if goos == "windows" {
+		// Build Windows paths even when tests run elsewhere.
+		join = func(elem ...string) string { return strings.Join(elem, `\`) }
+	}
+	if x := getenv("XDG_STATE_HOME"); x != "" && isAbs(goos, x) {
+		return join(x, "kernel-mcp")
+	}
+	switch goos {
+	case "windows":
+		if d := getenv("LocalAppData"); d != "" {
+			return join(d, "kernel-mcp")
+		}
+		if d := getenv("USERPROFILE"); d != "" {
+			return join(d, "AppData", "Local", "kernel-mcp")
+		}
+		return ""
+	case "darwin", "ios":
+		if h := getenv("HOME"); h != "" {
+			return join(h, "Library", "Application Support", "kernel-mcp")
+		}
+		return ""
+	default:
+		if h := getenv("HOME"); h != "" {
+			return join(h, ".local", "state", "kernel-mcp")
+		}
+		return ""
+	}
+}
+
+func isAbs(goos, p string) bool {
+	if goos != "windows" {
+		return strings.HasPrefix(p, "/")
+	}
+	// C:\dir, C:/dir or \\server\share.
+	if len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') {
+		return true
+	}
+	return strings.HasPrefix(p, `\\`) || strings.HasPrefix(p, "//")
+}
+
+// usage writes --help: every flag with its environment variable and default.
+func usage(w io.Writer, getenv func(string) string) {
+	usageFor(w, runtime.GOOS, getenv)
+}
+
+func usageFor(w io.Writer, goos string, getenv func(string) string) {
+	fmt.Fprintf(w, `kernel-mcp %s: an MCP server giving AI assistants persistent Jupyter kernel sessions
+
+Usage:
+  kernel-mcp [flags]
+
+Each flag can also be set by the environment variable shown; a flag wins over
+its variable. Over stdio (the default) the client starts kernel-mcp itself;
+with sse or streamable-http it listens on --host and --port.
+
+Flags:
+`, versionString())
+	for _, s := range settings {
+		def := s.def
+		if s.flag == "state-dir" {
+			def = defaultStateDir(goos, getenv)
+			if def == "" {
+				def = "none (no home directory found)"
+			}
+			def += ", from $XDG_STATE_HOME/kernel-mcp or the platform's state directory"
+		}
+		fmt.Fprintf(w, "  --%s  (env %s)\n", s.flag, s.env)
+		fmt.Fprintf(w, "        %s", s.help)
+		if def != "" {
+			fmt.Fprintf(w, " (default %s)", def)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  --version\n        print the version and exit\n")
+	fmt.Fprintf(w, "  --help\n        print this help and exit\n")
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// base is the environment every case starts from: a home directory, so the
+// default state directory is known.
+var base = map[string]string{"HOME": "/home/u"}
+
+func with(extra map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range base {
+		m[k] = v
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+func defaults() config {
+	return config{
+		Transport:   "stdio",
+		Host:        "127.0.0.1",
+		Port:        8000,
+		OutputLimit: 20000,
+		StateDir:    "/home/u/.local/state/kernel-mcp",
+		LogLevel:    slog.LevelInfo,
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func(*config)
+	}{
+		{name: "defaults", want: func(*config) {}},
+		{name: "help", args: []string{"--help"}, want: func(c *config) { *c = config{Help: true} }},
+		{name: "help short", args: []string{"-h"}, want: func(c *config) { *c = config{Help: true} }},
+		{name: "help despite bad env", args: []string{"--help"}, env: map[string]string{"MCP_PORT": "x"}, want: func(c *config) { *c = config{Help: true} }},
+		{name: "version", args: []string{"--version"}, want: func(c *config) { *c = config{Version: true} }},
+		{
+			name: "env",
+			env: map[string]string{
+				"MCP_TRANSPORT": "streamable-http", "MCP_HOST": "0.0.0.0", "MCP_PORT": "9000",
+				"PYTHON_MCP_INTERPRETER": "/opt/py/bin/python", "KERNEL_MCP_KERNEL": "ir",
+				"KERNEL_MCP_TOKEN": "tok", "KERNEL_MCP_TIMEOUT": "2.5", "KERNEL_MCP_OUTPUT_LIMIT": "100",
+				"KERNEL_MCP_STATE_DIR": "/var/km", "KERNEL_MCP_LOG_LEVEL": "debug",
+			},
+			want: func(c *config) {
+				c.Transport, c.Host, c.Port = "streamable-http", "0.0.0.0", 9000
+				c.Python, c.Kernel, c.Token = "/opt/py/bin/python", "ir", "tok"
+				c.Timeout, c.OutputLimit, c.StateDir, c.LogLevel = 2500*time.Millisecond, 100, "/var/km", slog.LevelDebug
+			},
+		},
+		{
+			name: "flags",
+			args: []string{"--transport", "sse", "--host=::1", "--port", "0", "--python", "py", "--kernel", "k",
+				"--token", "t", "--timeout", "30", "--output-limit", "5", "--state-dir", "rel/dir", "--log-level", "ERROR"},
+			want: func(c *config) {
+				c.Transport, c.Host, c.Port = "sse", "::1", 0
+				c.Python, c.Kernel, c.Token = "py", "k", "t"
+				c.Timeout, c.OutputLimit, c.StateDir, c.LogLevel = 30*time.Second, 5, "rel/dir", slog.LevelError
+			},
+		},
+		{
+			name: "flag overrides env",
+			args: []string{"-transport=stdio", "--port", "1234", "--log-level", "warn", "--timeout", "0"},
+			env:  map[string]string{"MCP_TRANSPORT": "sse", "MCP_PORT": "9", "KERNEL_MCP_LOG_LEVEL": "debug", "KERNEL_MCP_TIMEOUT": "10"},
+			want: func(c *config) { c.Port, c.LogLevel = 1234, slog.LevelWarn },
+		},
+		{
+			name: "valid flag overrides invalid env",
+			args: []string{"--port", "80", "--transport", "sse"},
+			env:  map[string]string{"MCP_PORT": "not-a-port", "MCP_TRANSPORT": "carrier-pigeon"},
+			want: func(c *config) { c.Port, c.Transport = 80, "sse" },
+		},
+		{
+			name: "empty flag selects default over env",
+			args: []string{"--port="},
+			env:  map[string]string{"MCP_PORT": "9000"},
+			want: func(*config) {},
+		},
+		{name: "empty env is unset", env: map[string]string{"MCP_PORT": "", "MCP_TRANSPORT": " "}, want: func(*config) {}},
+		{name: "whitespace trimmed", env: map[string]string{"MCP_PORT": " 81 "}, want: func(c *config) { c.Port = 81 }},
+		{name: "transport case-insensitive", env: map[string]string{"MCP_TRANSPORT": "Streamable-HTTP"}, want: func(c *config) { c.Transport = "streamable-http" }},
+		{name: "bracketed IPv6 host", args: []string{"--host", "[::1]"}, want: func(c *config) { c.Host = "::1" }},
+		{name: "state dir none", env: map[string]string{"KERNEL_MCP_STATE_DIR": "none"}, want: func(c *config) { c.StateDir = "" }},
+		{name: "state dir NONE flag", args: []string{"--state-dir", "NONE"}, want: func(c *config) { c.StateDir = "" }},
+		{name: "state dir from XDG", env: map[string]string{"XDG_STATE_HOME": "/x/state"}, want: func(c *config) { c.StateDir = "/x/state/kernel-mcp" }},
+		{name: "relative XDG ignored", env: map[string]string{"XDG_STATE_HOME": "x/state"}, want: func(*config) {}},
+		{name: "no home", env: map[string]string{"HOME": ""}, want: func(c *config) { c.StateDir, c.NoStateDir = "", true }},
+		{name: "timeout zero", env: map[string]string{"KERNEL_MCP_TIMEOUT": "0"}, want: func(*config) {}},
+		{name: "timeout fraction", args: []string{"--timeout", ".25"}, want: func(c *config) { c.Timeout = 250 * time.Millisecond }},
+		{name: "port max", args: []string{"--port", "65535"}, want: func(c *config) { c.Port = 65535 }},
+		{name: "log level warning", env: map[string]string{"KERNEL_MCP_LOG_LEVEL": "warning"}, want: func(c *config) { c.LogLevel = slog.LevelWarn }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseConfigFor("linux", tt.args, env(with(tt.env)))
+			if err != nil {
+				t.Fatalf("parseConfig: %v", err)
+			}
+			want := defaults()
+			tt.want(&want)
+			if got != want {
+				t.Errorf("parseConfig =\n %+v\nwant\n %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseConfigInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string // substrings of the error
+	}{
+		{name: "transport env", env: map[string]string{"MCP_TRANSPORT": "http"}, want: []string{"--transport", "MCP_TRANSPORT", `"http"`}},
+		{name: "transport flag", args: []string{"--transport", "websocket"}, want: []string{"--transport", "MCP_TRANSPORT", "websocket"}},
+		{name: "port non-numeric", env: map[string]string{"MCP_PORT": "http"}, want: []string{"--port", "MCP_PORT"}},
+		{name: "port negative", args: []string{"--port", "-1"}, want: []string{"--port", "MCP_PORT"}},
+		{name: "port too large", args: []string{"--port", "65536"}, want: []string{"--port", "MCP_PORT"}},
+		{name: "port float", args: []string{"--port", "80.5"}, want: []string{"--port", "MCP_PORT"}},
+		{name: "host with path", args: []string{"--host", "127.0.0.1/mcp"}, want: []string{"--host", "MCP_HOST"}},
+		{name: "host empty brackets", args: []string{"--host", "[]"}, want: []string{"--host", "MCP_HOST"}},
+		{name: "timeout non-numeric", env: map[string]string{"KERNEL_MCP_TIMEOUT": "ten"}, want: []string{"--timeout", "KERNEL_MCP_TIMEOUT"}},
+		{name: "timeout with unit", args: []string{"--timeout", "30s"}, want: []string{"--timeout", "KERNEL_MCP_TIMEOUT"}},
+		{name: "timeout negative", args: []string{"--timeout", "-1"}, want: []string{"--timeout", "KERNEL_MCP_TIMEOUT", "negative"}},
+		{name: "timeout NaN", args: []string{"--timeout", "NaN"}, want: []string{"--timeout", "KERNEL_MCP_TIMEOUT"}},
+		{name: "timeout Inf", args: []string{"--timeout", "+Inf"}, want: []string{"--timeout", "KERNEL_MCP_TIMEOUT"}},
+		{name: "timeout huge", args: []string{"--timeout", "1e12"}, want: []string{"--timeout", "KERNEL_MCP_TIMEOUT", "too large"}},
+		{name: "output limit zero", env: map[string]string{"KERNEL_MCP_OUTPUT_LIMIT": "0"}, want: []string{"--output-limit", "KERNEL_MCP_OUTPUT_LIMIT"}},
+		{name: "output limit negative", args: []string{"--output-limit", "-5"}, want: []string{"--output-limit", "KERNEL_MCP_OUTPUT_LIMIT"}},
+		{name: "output limit non-numeric", args: []string{"--output-limit", "lots"}, want: []string{"--output-limit", "KERNEL_MCP_OUTPUT_LIMIT"}},
+		{name: "log level", env: map[string]string{"KERNEL_MCP_LOG_LEVEL": "verbose"}, want: []string{"--log-level", "KERNEL_MCP_LOG_LEVEL"}},
+		{name: "unknown flag", args: []string{"--bogus"}, want: []string{"bogus", "--help"}},
+		{name: "missing value", args: []string{"--port"}, want: []string{"port"}},
+		{name: "positional", args: []string{"serve"}, want: []string{"unexpected argument", "serve"}},
+		{name: "bad version value", args: []string{"--version=maybe"}, want: []string{"version"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseConfigFor("linux", tt.args, env(with(tt.env)))
+			if err == nil {
+				t.Fatal("parseConfig succeeded, want an error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is not one line: %q", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultStateDir(t *testing.T) {
+	tests := []struct {
+		goos string
+		env  map[string]string
+		want string
+	}{
+		{"linux", map[string]string{"HOME": "/home/u"}, "/home/u/.local/state/kernel-mcp"},
+		{"linux", map[string]string{"HOME": "/home/u", "XDG_STATE_HOME": "/s"}, "/s/kernel-mcp"},
+		{"linux", map[string]string{}, ""},
+		{"freebsd", map[string]string{"HOME": "/home/u"}, "/home/u/.local/state/kernel-mcp"},
+		{"darwin", map[string]string{"HOME": "/Users/u"}, "/Users/u/Library/Application Support/kernel-mcp"},
+		{"darwin", map[string]string{"HOME": "/Users/u", "XDG_STATE_HOME": "/Users/u/.state"}, "/Users/u/.state/kernel-mcp"},
+		{"windows", map[string]string{"LocalAppData": `C:\Users\u\AppData\Local`}, `C:\Users\u\AppData\Local\kernel-mcp`},
+		{"windows", map[string]string{"USERPROFILE": `C:\Users\u`}, `C:\Users\u\AppData\Local\kernel-mcp`},
+		{"windows", map[string]string{"LocalAppData": `C:\L`, "XDG_STATE_HOME": `D:\state`}, `D:\state\kernel-mcp`},
+		{"windows", map[string]string{"LocalAppData": `C:\L`, "XDG_STATE_HOME": `state`}, `C:\L\kernel-mcp`},
+		{"windows", map[string]string{}, ""},
+	}
+	for _, tt := range tests {
+		if got := defaultStateDir(tt.goos, env(tt.env)); got != tt.want {
+			t.Errorf("defaultStateDir(%s, %v) = %q, want %q", tt.goos, tt.env, got, tt.want)
+		}
+	}
+}
+
+func TestUsageListsEveryFlagAndEnv(t *testing.T) {
+	var buf bytes.Buffer
+	usageFor(&buf, "linux", env(base))
+	out := buf.String()
+	for _, s := range settings {
+		if !strings.Contains(out, "--"+s.flag+" ") || !strings.Contains(out, s.env) {
+			t.Errorf("usage lacks --%s / %s", s.flag, s.env)
+		}
+	}
+	for _, w := range []string{"--version", "--help", "(default stdio)", "(default 127.0.0.1)", "(default 8000)",
+		"(default 20000)", "(default info)", "(default 0)", "/home/u/.local/state/kernel-mcp"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("usage lacks %q", w)
+		}
+	}
+}

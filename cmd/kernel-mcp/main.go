@@ -1,0 +1,157 @@
+// Command kernel-mcp is an MCP server that gives an AI assistant persistent
+// Jupyter kernel sessions. It serves MCP over stdio (the default), SSE or
+// streamable HTTP; run it with --help for its flags and environment
+// variables.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/kernel-mcp/kernel-mcp/mcpserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version string
+
+// versionString is the version reported by --version and to MCP clients:
+// the linker-set version, else the main module's version from the build
+// info (set by go install module@version), else "dev".
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the server failed
+	exitUsage = 2 // bad flags, environment or an unsafe configuration
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
+	go func() {
+		<-ctx.Done()
+		// A second signal now gets the default behaviour: exit at once.
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole command; main only adds signals and the process. stdout
+// is written only by --help and --version: over stdio it is the JSON-RPC
+// stream, so logs go to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitUsage
+	}
+	if cfg.Help {
+		usage(stdout, getenv)
+		return exitOK
+	}
+	if cfg.Version {
+		fmt.Fprintf(stdout, "kernel-mcp %s\n", versionString())
+		return exitOK
+	}
+	if err := checkExposure(cfg); err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitUsage
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if cfg.NoStateDir {
+		logger.Warn("no home directory found: histories are kept in memory only; set --state-dir / KERNEL_MCP_STATE_DIR to keep them")
+	}
+
+	// Listen before starting anything else, so a busy port fails fast.
+	var ln net.Listener
+	if cfg.isHTTP() {
+		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+		ln, err = net.Listen("tcp", addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "kernel-mcp: cannot listen on %s (--host / MCP_HOST, --port / MCP_PORT): %v\n", addr, err)
+			return exitError
+		}
+		defer ln.Close()
+	}
+
+	srv, err := mcpserver.New(mcpserver.Config{
+		Python:      cfg.Python,
+		Kernel:      cfg.Kernel,
+		Timeout:     cfg.Timeout,
+		OutputLimit: cfg.OutputLimit,
+		StateDir:    cfg.StateDir,
+		Version:     versionString(),
+		Logger:      logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitError
+	}
+	logger.Info("kernel-mcp starting", "version", versionString(), "transport", cfg.Transport,
+		"state_dir", cfg.StateDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout)
+
+	if cfg.isHTTP() {
+		err = serveHTTPTransport(ctx, cfg, srv, ln, stderr, logger)
+	} else {
+		err = serveStdio(ctx, srv, &mcp.StdioTransport{}, logger)
+	}
+	if cerr := srv.Close(); cerr != nil {
+		logger.Warn("shutting kernels down", "error", cerr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitError
+	}
+	logger.Info("kernel-mcp stopped")
+	return exitOK
+}
+
+// serveStdio serves MCP over t until the client closes the stream (stdin
+// EOF) or ctx is cancelled (a signal); both are a clean end. The caller
+// closes srv, which shuts the kernels down.
+func serveStdio(ctx context.Context, srv *mcpserver.Server, t mcp.Transport, logger *slog.Logger) error {
+	err := srv.MCP().Run(ctx, srv.OrderedTransport(t))
+	switch {
+	case ctx.Err() != nil:
+		logger.Info("signal received, shutting down")
+		return nil
+	case err == nil, errors.Is(err, io.EOF):
+		logger.Info("client closed the connection, shutting down")
+		return nil
+	}
+	return fmt.Errorf("stdio transport: %w", err)
+}
+
+// serveHTTPTransport serves MCP over SSE or streamable HTTP on ln until ctx
+// is cancelled, then shuts the HTTP server down gracefully.
+func serveHTTPTransport(ctx context.Context, cfg config, srv *mcpserver.Server, ln net.Listener, stderr io.Writer, logger *slog.Logger) error {
+	h := newHTTPHandler(cfg, srv.MCP(), logger)
+	url := endpointURL(cfg.Transport, ln.Addr())
+	// Always shown, whatever the log level: clients need the URL, and with
+	// --port 0 this is where the chosen port appears.
+	fmt.Fprintf(stderr, "kernel-mcp: serving %s at %s\n", cfg.Transport, url)
+	if cfg.Token == "" {
+		logger.Info("no token set: any local process can connect; set --token / KERNEL_MCP_TOKEN to require one")
+	}
+	return serveHTTP(ctx, ln, h, shutdownGrace, logger)
+}

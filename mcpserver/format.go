@@ -1,0 +1,251 @@
+package mcpserver
+
+import (
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// RunOutput is the structured content of run_code and run_file.
+type RunOutput struct {
+	SessionID      string `json:"session_id"`
+	ExecutionCount int    `json:"execution_count"`
+	// Status is ok, error, timeout or interrupted.
+	Status string `json:"status"`
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	// Result is the last expression's text/plain value, empty if none.
+	Result    string     `json:"result"`
+	Displays  []Display  `json:"displays"`
+	Error     *ErrorInfo `json:"error,omitempty"`
+	Truncated bool       `json:"truncated"`
+	ElapsedMS int64      `json:"elapsed_ms"`
+	// Note says what happened to the session beyond the code's own output:
+	// a timeout, an interrupt, a kernel death or restart.
+	Note string `json:"note,omitempty"`
+}
+
+// Display is one display_data output: its MIME types and its text form.
+type Display struct {
+	MimeTypes []string `json:"mime_types"`
+	Text      string   `json:"text,omitempty"`
+}
+
+// ErrorInfo describes an exception raised by the code.
+type ErrorInfo struct {
+	EName     string `json:"ename"`
+	EValue    string `json:"evalue"`
+	Line      int    `json:"line,omitempty"`
+	Traceback string `json:"traceback"`
+}
+
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+
+// stripANSI removes terminal colour and control sequences.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return ansiRE.ReplaceAllString(s, "")
+}
+
+// applyCR renders carriage returns the way a terminal or notebook does:
+// within a line, text after the last \r replaces what came before, so a
+// progress bar shows its final state, not every frame.
+func applyCR(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if j := strings.LastIndexByte(l, '\r'); j >= 0 {
+			// A trailing \r (the cursor sent home, nothing written yet)
+			// keeps the frame before it.
+			if j == len(l)-1 {
+				l = l[:j]
+				j = strings.LastIndexByte(l, '\r')
+			}
+			lines[i] = l[j+1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cleanText prepares kernel text for a reader: valid UTF-8, no ANSI codes,
+// carriage returns applied.
+func cleanText(s string) string {
+	return applyCR(stripANSI(strings.ToValidUTF8(s, "\uFFFD")))
+}
+
+// cellLineRE finds the line of the code's own frame in an IPython traceback:
+// "Cell In[3], line 2" (IPython ≥ 8.6) or "Cell In [3], line 2" (8.5), or an
+// older "<ipython-input-3-…> in <module>" followed by "----> 2".
+var (
+	cellLineRE   = regexp.MustCompile(`Cell In ?\[\d+\], line (\d+)`)
+	syntaxLineRE = regexp.MustCompile(`(?:File "?<?[^\n]*?"?, line|line) (\d+)`)
+)
+
+// errorLine is the line of the user's code that raised: the deepest frame
+// that is in the cell, or for a SyntaxError the line it names.
+func errorLine(e *kernel.ExecError, tb string) int {
+	if m := cellLineRE.FindAllStringSubmatch(tb, -1); len(m) > 0 {
+		n, _ := strconv.Atoi(m[len(m)-1][1])
+		return n
+	}
+	if strings.HasSuffix(e.EName, "Error") && (e.EName == "SyntaxError" || e.EName == "IndentationError" || e.EName == "TabError") {
+		if m := syntaxLineRE.FindAllStringSubmatch(tb, -1); len(m) > 0 {
+			n, _ := strconv.Atoi(m[len(m)-1][1])
+			return n
+		}
+	}
+	return 0
+}
+
+// errorHeadline is the line a failed result leads with, e.g.
+// "NameError on line 2: name 'x' is not defined".
+func errorHeadline(e *ErrorInfo) string {
+	where := ""
+	if e.Line > 0 {
+		where = fmt.Sprintf(" on line %d", e.Line)
+	}
+	if e.EValue == "" {
+		return e.EName + where
+	}
+	return fmt.Sprintf("%s%s: %s", e.EName, where, e.EValue)
+}
+
+// truncateMiddle cuts s to at most limit characters, keeping the start and
+// the end, and says how much was left out.
+func truncateMiddle(s string, limit int) (string, bool) {
+	n := utf8.RuneCountInString(s)
+	if limit <= 0 || n <= limit {
+		return s, false
+	}
+	omitted := n - limit
+	note := fmt.Sprintf("\n... [%d characters omitted] ...\n", omitted)
+	head := limit / 2
+	tail := limit - head
+	r := []rune(s)
+	return string(r[:head]) + note + string(r[n-tail:]), true
+}
+
+var imageTypes = []string{"image/png", "image/jpeg"}
+
+// render turns an execution's outputs into MCP content and the structured
+// result. Text content follows arrival order; each PNG or JPEG becomes an
+// image content. Output beyond limit characters is cut in the middle.
+func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content {
+	var (
+		text    strings.Builder
+		content []mcp.Content
+		stdout  strings.Builder
+		stderr  strings.Builder
+	)
+	out.Displays = []Display{}
+	if res != nil {
+		out.ExecutionCount = res.ExecutionCount
+		for _, o := range res.Outputs {
+			switch o.Type {
+			case kernel.OutputStream:
+				t := cleanText(o.Text)
+				if o.Name == "stderr" {
+					stderr.WriteString(t)
+				} else {
+					stdout.WriteString(t)
+				}
+				text.WriteString(t)
+				ensureNewline(&text)
+			case kernel.OutputExecuteResult, kernel.OutputDisplayData:
+				plain, _ := o.String("text/plain")
+				plain = cleanText(plain)
+				var img mcp.Content
+				for _, mt := range imageTypes {
+					if b64, ok := o.String(mt); ok {
+						if data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64)); err == nil {
+							img = &mcp.ImageContent{Data: data, MIMEType: mt}
+							break
+						}
+					}
+				}
+				if o.Type == kernel.OutputExecuteResult {
+					out.Result = plain
+				} else {
+					mimes := make([]string, 0, len(o.Data))
+					for m := range o.Data {
+						mimes = append(mimes, m)
+					}
+					slices.Sort(mimes)
+					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: plain})
+				}
+				if img != nil {
+					// The text/plain of a figure ("<Figure size 640x480 ...>")
+					// says nothing the image does not.
+					if text.Len() > 0 {
+						content = append(content, &mcp.TextContent{Text: text.String()})
+						text.Reset()
+					}
+					content = append(content, img)
+				} else if plain != "" {
+					text.WriteString(plain)
+					ensureNewline(&text)
+				}
+			}
+		}
+		if res.Error != nil {
+			tb := cleanText(strings.Join(res.Error.Traceback, "\n"))
+			out.Error = &ErrorInfo{EName: res.Error.EName, EValue: cleanText(res.Error.EValue), Traceback: tb}
+			out.Error.Line = errorLine(res.Error, tb)
+		}
+	}
+	var truncated [4]bool
+	out.Stdout, truncated[0] = truncateMiddle(stdout.String(), limit)
+	out.Stderr, truncated[1] = truncateMiddle(stderr.String(), limit)
+	out.Result, truncated[2] = truncateMiddle(out.Result, limit)
+
+	body := text.String()
+	var lead []string
+	if out.Error != nil {
+		lead = append(lead, errorHeadline(out.Error))
+	}
+	if out.Note != "" {
+		lead = append(lead, out.Note)
+	}
+	if out.Error != nil && out.Error.Traceback != "" {
+		body += "\n" + out.Error.Traceback
+	}
+	// The limit applies to everything the result says in text.
+	for i, c := range content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			tc.Text, truncated[3] = truncateMiddle(tc.Text, limit)
+			content[i] = tc
+		}
+	}
+	body, t := truncateMiddle(body, limit)
+	truncated[3] = truncated[3] || t
+	out.Truncated = slices.Contains(truncated[:], true)
+	if len(lead) > 0 {
+		content = append([]mcp.Content{&mcp.TextContent{Text: strings.Join(lead, "\n")}}, content...)
+	}
+	if strings.TrimSpace(body) != "" {
+		content = append(content, &mcp.TextContent{Text: strings.TrimRight(body, "\n")})
+	}
+	if len(content) == 0 {
+		content = append(content, &mcp.TextContent{Text: "(no output)"})
+	}
+	return content
+}
+
+func ensureNewline(b *strings.Builder) {
+	s := b.String()
+	if len(s) > 0 && !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
+}

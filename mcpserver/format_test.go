@@ -1,0 +1,131 @@
+package mcpserver
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+)
+
+func TestTruncateMiddle(t *testing.T) {
+	tests := []struct {
+		in    string
+		limit int
+		want  string
+		cut   bool
+	}{
+		{"short", 10, "short", false},
+		{"exactly10!", 10, "exactly10!", false},
+		{"0123456789abcdef", 10, "01234\n... [6 characters omitted] ...\nbcdef", true},
+		{"ééééééééééxx", 4, "éé\n... [8 characters omitted] ...\nxx", true},
+		{"anything", 0, "anything", false},
+	}
+	for _, tt := range tests {
+		got, cut := truncateMiddle(tt.in, tt.limit)
+		if got != tt.want || cut != tt.cut {
+			t.Errorf("truncateMiddle(%q, %d) = %q, %v; want %q, %v", tt.in, tt.limit, got, cut, tt.want, tt.cut)
+		}
+	}
+}
+
+func TestCleanText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"\x1b[0;31mred\x1b[0m plain", "red plain"},
+		{"10%\r50%\r100%\ndone\n", "100%\ndone\n"},
+		{"a\r\nb\r\n", "a\nb\n"},
+		{"frame 1\rframe 2\r", "frame 2"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"\x1b]0;title\x07text", "text"},
+	}
+	for _, tt := range tests {
+		if got := cleanText(tt.in); got != tt.want {
+			t.Errorf("cleanText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestErrorLine(t *testing.T) {
+	tests := []struct {
+		ename, tb string
+		want      int
+	}{
+		{"NameError", "----> 2 x = y\nCell In[3], line 2\n", 2},
+		{"NameError", "Cell In [3], line 7\n", 7},
+		{"ZeroDivisionError", "Cell In[1], line 5\n----> 5 f()\nCell In[1], line 2, in f()\n", 2},
+		{"SyntaxError", "  Cell In[4], line 3\n    def (\n        ^\nSyntaxError: invalid syntax\n", 3},
+		{"SyntaxError", "  File \"<unknown>\", line 9\n", 9},
+		{"ValueError", "File /usr/lib/python3/foo.py:10, in bar()\n", 0},
+	}
+	for _, tt := range tests {
+		if got := errorLine(&kernel.ExecError{EName: tt.ename}, tt.tb); got != tt.want {
+			t.Errorf("errorLine(%s, %q) = %d, want %d", tt.ename, tt.tb, got, tt.want)
+		}
+	}
+}
+
+func TestCheckSessionID(t *testing.T) {
+	for _, ok := range []string{"default", "a", "ds-1", "my_session.v2", strings.Repeat("x", 64)} {
+		if err := checkSessionID(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "../x", "a/b", `a\b`, "..", "a..b", ".hidden", "-x", strings.Repeat("x", 65), "sp ace", "nul\x00"} {
+		if err := checkSessionID(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestRequirementRE(t *testing.T) {
+	for _, ok := range []string{"requests", "pandas>=2", "pandas>=2,<3", "scikit-learn==1.5.0", "uvicorn[standard]", "a.b_c-d~=1.0", "numpy!=1.0.*"} {
+		if !requirementRE.MatchString(ok) {
+			t.Errorf("%q refused", ok)
+		}
+	}
+	for _, bad := range []string{"-e .", "--index-url=x", "requests; rm -rf /", "pkg @ http://x", "./local", "/abs/path", "git+https://x", "a b", ""} {
+		if requirementRE.MatchString(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// The turnstile lets tickets through strictly in order, whatever order the
+// holders arrive in, and a finished ticket that never waited still passes
+// the turn on.
+func TestTurnstileOrder(t *testing.T) {
+	ts := newTurnstile()
+	tickets := make([]ticket, 5)
+	for i := range tickets {
+		tickets[i] = ts.take("s")
+	}
+	other := ts.take("other")
+	if err := ts.wait(context.Background(), other); err != nil {
+		t.Fatal("another session's first ticket must not wait")
+	}
+	order := make(chan int, len(tickets))
+	for _, i := range []int{4, 2, 3} {
+		go func() {
+			if err := ts.wait(context.Background(), tickets[i]); err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			ts.done(tickets[i])
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if err := ts.wait(ctx, tickets[4]); err == nil {
+		t.Fatal("ticket 4 passed before 0 and 1 finished")
+	}
+	cancel()
+	ts.done(tickets[1]) // finished out of turn (e.g. failed validation)
+	ts.done(tickets[0])
+	for _, want := range []int{2, 3, 4} {
+		if got := <-order; got != want {
+			t.Fatalf("ticket %d went before %d", got, want)
+		}
+	}
+	ts.done(tickets[4]) // twice is harmless
+}

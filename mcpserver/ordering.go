@@ -1,0 +1,275 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK runs every tools/call on its own goroutine, so two run_code calls
+// for one session can reach their handlers in either order. Order is still
+// known where requests are read one after another: OrderedTransport stamps
+// each queued tool call with a per-session ticket there, the handler waits
+// for its turn, and the turn passes on when the response is written, which
+// also covers calls that fail validation and never reach a handler.
+
+// metaTicketPrefix begins the _meta key carrying a call's ticket to its
+// handler. Each Server adds a random suffix, so a client cannot forge a
+// ticket and make a call wait for a turn that never comes.
+const metaTicketPrefix = "kernel-mcp/ticket-"
+
+// queuedTools run one at a time per session, in arrival order. The rest
+// (list_sessions, interrupt_session, get_history ...) never wait.
+var queuedTools = map[string]bool{
+	"run_code": true, "run_file": true, "rerun_code": true,
+	"reset_session": true, "reset_run_context": true, "delete_session": true,
+	"install_package": true, "create_session": true,
+}
+
+// OrderedTransport wraps a transport whose messages arrive in order (stdio,
+// or one streamable HTTP session) so that queued tool calls of one session
+// reach the kernel in the order they were sent. Without it, calls of one
+// session still run one at a time, in no promised order.
+func (s *Server) OrderedTransport(t mcp.Transport) mcp.Transport {
+	return &orderedTransport{t: t, turns: s.turns, key: s.ticketKey}
+}
+
+type orderedTransport struct {
+	t     mcp.Transport
+	turns *turnstile
+	key   string
+}
+
+func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := o.t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &orderedConn{Connection: c, turns: o.turns, key: o.key, calls: make(map[jsonrpc.ID]ticket)}, nil
+}
+
+// orderedConn stamps tickets. The turnstile is the server's, shared by every
+// connection: session ids are global to the server, whichever client uses them.
+type orderedConn struct {
+	mcp.Connection
+	turns *turnstile
+	key   string
+
+	mu       sync.Mutex
+	calls    map[jsonrpc.ID]ticket // request id -> its ticket, until answered
+	inflight int                   // requests read and not yet answered
+	idle     chan struct{}         // closed when inflight drops to 0, if someone waits
+}
+
+// drainWait bounds how long the end of input waits for calls in flight to
+// be answered: a client that writes its requests and closes stdin still gets
+// its answers, and a run that never ends does not keep the server alive.
+const drainWait = 5 * time.Second
+
+func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.drain(ctx)
+		return msg, err
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.ID.IsValid() {
+		return msg, nil
+	}
+	c.mu.Lock()
+	c.inflight++
+	c.mu.Unlock()
+	if req.Method != "tools/call" {
+		return msg, nil
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil {
+		return msg, nil
+	}
+	var name string
+	json.Unmarshal(params["name"], &name)
+	if !queuedTools[name] {
+		return msg, nil
+	}
+	var args struct {
+		SessionID any `json:"session_id"`
+	}
+	json.Unmarshal(params["arguments"], &args)
+	sid, ok := args.SessionID.(string)
+	if args.SessionID == nil {
+		sid, ok = defaultSession, true
+	}
+	if !ok {
+		return msg, nil // fails validation; nothing to order
+	}
+	meta := map[string]any{}
+	json.Unmarshal(params["_meta"], &meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	tk := c.turns.take(sid)
+	meta[c.key] = tk.n
+	b, err := json.Marshal(meta)
+	if err != nil {
+		c.turns.done(tk)
+		return msg, nil
+	}
+	params["_meta"] = b
+	p, err := json.Marshal(params)
+	if err != nil {
+		c.turns.done(tk)
+		return msg, nil
+	}
+	req.Params = p
+	c.mu.Lock()
+	c.calls[req.ID] = tk
+	c.mu.Unlock()
+	return req, nil
+}
+
+func (c *orderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		tk, found := c.calls[resp.ID]
+		delete(c.calls, resp.ID)
+		c.inflight--
+		if c.inflight <= 0 && c.idle != nil {
+			close(c.idle)
+			c.idle = nil
+		}
+		c.mu.Unlock()
+		if found {
+			c.turns.done(tk)
+		}
+	}
+	return err
+}
+
+// drain waits, at most drainWait, until every request read so far has been
+// answered.
+func (c *orderedConn) drain(ctx context.Context) {
+	c.mu.Lock()
+	if c.inflight <= 0 {
+		c.mu.Unlock()
+		return
+	}
+	if c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	idle := c.idle
+	c.mu.Unlock()
+	t := time.NewTimer(drainWait)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Close releases the turns of calls that will never be answered.
+func (c *orderedConn) Close() error {
+	err := c.Connection.Close()
+	c.mu.Lock()
+	calls := c.calls
+	c.calls = map[jsonrpc.ID]ticket{}
+	c.mu.Unlock()
+	for _, tk := range calls {
+		c.turns.done(tk)
+	}
+	return err
+}
+
+// ticket is a place in one session's queue.
+type ticket struct {
+	session string
+	n       float64 // JSON numbers come back as float64 from _meta
+}
+
+// turnstile hands out per-session tickets in arrival order and lets the
+// holder of the lowest unfinished ticket through.
+type turnstile struct {
+	mu    sync.Mutex
+	queue map[string]*turnQueue
+}
+
+type turnQueue struct {
+	next     float64          // next ticket to hand out
+	finished map[float64]bool // finished tickets above head
+	head     float64          // lowest unfinished ticket
+	changed  chan struct{}    // closed and replaced when head moves
+}
+
+func newTurnstile() *turnstile { return &turnstile{queue: make(map[string]*turnQueue)} }
+
+func (t *turnstile) q(session string) *turnQueue {
+	q := t.queue[session]
+	if q == nil {
+		q = &turnQueue{finished: map[float64]bool{}, changed: make(chan struct{})}
+		t.queue[session] = q
+	}
+	return q
+}
+
+func (t *turnstile) take(session string) ticket {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.q(session)
+	n := q.next
+	q.next++
+	return ticket{session: session, n: n}
+}
+
+// wait blocks until tk is the session's lowest unfinished ticket.
+func (t *turnstile) wait(ctx context.Context, tk ticket) error {
+	for {
+		t.mu.Lock()
+		q := t.q(tk.session)
+		if q.head >= tk.n {
+			t.mu.Unlock()
+			return nil
+		}
+		ch := q.changed
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// done finishes tk; finishing twice is harmless.
+func (t *turnstile) done(tk ticket) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.q(tk.session)
+	if tk.n < q.head {
+		return
+	}
+	q.finished[tk.n] = true
+	moved := false
+	for q.finished[q.head] {
+		delete(q.finished, q.head)
+		q.head++
+		moved = true
+	}
+	if moved {
+		close(q.changed)
+		q.changed = make(chan struct{})
+	}
+}
+
+// ticketOf reads the ticket OrderedTransport put in a call's _meta.
+func (s *Server) ticketOf(session string, meta mcp.Meta) (ticket, bool) {
+	n, ok := meta[s.ticketKey].(float64)
+	if !ok {
+		return ticket{}, false
+	}
+	return ticket{session: session, n: n}, true
+}

@@ -1,0 +1,130 @@
+// Package mcpserver exposes Jupyter kernel sessions as MCP tools and
+// resources: run_code and its siblings, with one kernel per session and the
+// session's history beside it.
+//
+//	srv, err := mcpserver.New(mcpserver.Config{Python: "python3"})
+//	if err != nil { ... }
+//	defer srv.Close()
+//	err = srv.MCP().Run(ctx, srv.OrderedTransport(&mcp.StdioTransport{}))
+//
+// It knows nothing of flags or HTTP listeners; cmd/kernel-mcp does.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config is the server's configuration. The zero value is usable: python3 from
+// PATH (or whatever kernelspec resolution finds), no timeout, 20,000
+// characters of output per result.
+type Config struct {
+	// Python is the default interpreter for new sessions (flag --python,
+	// env PYTHON_MCP_INTERPRETER). Empty: resolved as the README says.
+	Python string
+	// Kernel is a default kernelspec name (flag --kernel); wins over Python.
+	Kernel string
+	// Timeout is the default execution timeout; 0 means none.
+	Timeout time.Duration
+	// OutputLimit is the number of characters of output in one result;
+	// longer output is cut in the middle. Default 20,000.
+	OutputLimit int
+	// InterruptGrace is how long a timed-out execution waits for the
+	// interrupted kernel before restarting it. Default 5 s.
+	InterruptGrace time.Duration
+	// StartTimeout bounds a kernel's start-up. Default 60 s.
+	StartTimeout time.Duration
+	// StateDir is where histories are kept; empty keeps them in memory.
+	StateDir string
+	// Version is reported to clients as the implementation version.
+	Version string
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.OutputLimit <= 0 {
+		c.OutputLimit = 20000
+	}
+	if c.InterruptGrace <= 0 {
+		c.InterruptGrace = 5 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 60 * time.Second
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Server is the kernel-mcp MCP server: a registry of sessions and the MCP
+// tools over it. Close shuts every kernel down.
+type Server struct {
+	cfg   Config
+	mcp   *mcp.Server
+	turns *turnstile
+	// ticketKey is this server's secret _meta key for ordering tickets.
+	ticketKey string
+	ctx       context.Context // cancelled by Close
+	cancel    context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	closed   bool
+}
+
+// New builds the server and registers its tools. It starts no kernel: each
+// session's kernel starts with its first use.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, sessions: make(map[string]*Session), ctx: ctx, cancel: cancel, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString()}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       cfg.Logger,
+	})
+	s.addTools()
+	return s, nil
+}
+
+// MCP returns the MCP server, to Run over a transport or serve over HTTP.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Close shuts down every session's kernel, in parallel, and waits for them.
+// Calls in flight fail; histories are kept.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	sessions := make([]*Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(sessions))
+	for i, ss := range sessions {
+		wg.Go(func() { errs[i] = ss.stopKernel() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+const instructions = `kernel-mcp runs code in persistent Jupyter kernel sessions, like notebook cells.
+Variables, imports and loaded data persist between run_code calls in the same session_id (default "default").
+The last expression's value is shown, plots come back as images, errors name the line.
+Use interrupt_session to stop long-running code; reset_run_context restarts the kernel but keeps history.`

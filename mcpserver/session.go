@@ -1,0 +1,304 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
+)
+
+const defaultSession = "default"
+
+// validSessionID keeps ids usable as file names and URI segments: no
+// slashes, no "..", nothing a path could be built from.
+var validSessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+func checkSessionID(id string) error {
+	if !validSessionID.MatchString(id) || strings.Contains(id, "..") {
+		return fmt.Errorf("invalid session_id %q: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// kernelChoice is what a session runs: a kernelspec name, an interpreter, a
+// working directory. Empty fields fall back to the server's configuration.
+type kernelChoice struct {
+	Kernel string
+	Python string
+	Cwd    string
+}
+
+// Session is one kernel plus its history. Executions in a session run one at
+// a time; the kernel starts on first use and is started afresh after it dies.
+type Session struct {
+	id      string
+	srv     *Server
+	created time.Time
+	choice  kernelChoice
+
+	run     chan struct{} // holds one token: the right to execute
+	startMu sync.Mutex    // serializes kernel starts
+
+	mu       sync.Mutex // guards the fields below
+	k        *kernel.Kernel
+	starting bool
+	info     kernelInfo
+	died     error // how the last kernel died, until a new one starts
+	history  []entry
+}
+
+// kernelInfo is what a session knows of its kernel once started.
+type kernelInfo struct {
+	Language    string
+	Version     string
+	Interpreter string
+	KernelName  string
+}
+
+// entry is one executed block of a session's history.
+type entry struct {
+	Code       string
+	Outputs    []kernel.Output
+	Status     string
+	Count      int
+	Start, End time.Time
+	Generation int
+}
+
+func (s *Server) newSession(id string, choice kernelChoice) *Session {
+	ss := &Session{id: id, srv: s, created: time.Now(), choice: choice, run: make(chan struct{}, 1)}
+	ss.run <- struct{}{}
+	return ss
+}
+
+// lookup returns the session, or an error naming the sessions that exist.
+func (s *Server) lookup(id string) (*Session, error) {
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.sessions[id]; ss != nil {
+		return ss, nil
+	}
+	names := make([]string, 0, len(s.sessions))
+	for n := range s.sessions {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no session %q; there are no sessions yet (run_code or create_session starts one)", id)
+	}
+	return nil, fmt.Errorf("no session %q; sessions: %s", id, strings.Join(names, ", "))
+}
+
+// lookupOrCreate returns the session, creating it with the server's defaults
+// if it does not exist.
+func (s *Server) lookupOrCreate(id string) (*Session, error) {
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("server is shutting down")
+	}
+	if ss := s.sessions[id]; ss != nil {
+		return ss, nil
+	}
+	ss := s.newSession(id, kernelChoice{})
+	s.sessions[id] = ss
+	return ss, nil
+}
+
+// acquire takes the session's execution right, waiting for earlier calls.
+func (ss *Session) acquire(ctx context.Context) error {
+	select {
+	case <-ss.run:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (ss *Session) release() { ss.run <- struct{}{} }
+
+// state is one of starting, idle, busy, dead, stopped.
+func (ss *Session) state() string {
+	ss.mu.Lock()
+	k, starting, died := ss.k, ss.starting, ss.died
+	ss.mu.Unlock()
+	switch {
+	case starting:
+		return "starting"
+	case k == nil && died != nil:
+		return "dead"
+	case k == nil:
+		return "stopped"
+	}
+	switch st := k.State(); st {
+	case "closed":
+		return "stopped"
+	case "starting":
+		return "starting"
+	default:
+		return st
+	}
+}
+
+// kernel returns the live kernel, starting one if there is none or the last
+// one died. started reports whether a new kernel was started, and lost is
+// the death of the previous one, if that is why.
+func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, err error) {
+	ss.startMu.Lock()
+	defer ss.startMu.Unlock()
+	ss.mu.Lock()
+	k = ss.k
+	ss.mu.Unlock()
+	if k != nil {
+		done, why := k.Dead()
+		select {
+		case <-done:
+			ss.markDead(k, why())
+		default:
+			return k, nil, nil
+		}
+	}
+	ss.mu.Lock()
+	lost = ss.died
+	ss.starting = true
+	ss.mu.Unlock()
+	defer func() {
+		ss.mu.Lock()
+		ss.starting = false
+		ss.mu.Unlock()
+	}()
+	k, info, err := ss.srv.startKernel(ctx, ss.choice)
+	if err != nil {
+		return nil, lost, err
+	}
+	ss.mu.Lock()
+	if ss.srv.ctx.Err() != nil {
+		ss.mu.Unlock()
+		k.Close()
+		return nil, lost, errors.New("server is shutting down")
+	}
+	ss.k, ss.info, ss.died = k, info, nil
+	ss.mu.Unlock()
+	return k, lost, nil
+}
+
+// markDead forgets a dead kernel, releasing its files, and remembers how it
+// died for list_sessions and the next call.
+func (ss *Session) markDead(k *kernel.Kernel, why error) {
+	ss.mu.Lock()
+	if ss.k == k {
+		ss.k = nil
+		ss.died = why
+	}
+	ss.mu.Unlock()
+	k.Close()
+}
+
+// stopKernel shuts the kernel down, if one runs.
+func (ss *Session) stopKernel() error {
+	ss.mu.Lock()
+	k := ss.k
+	ss.k = nil
+	ss.mu.Unlock()
+	if k == nil {
+		return nil
+	}
+	return k.Close()
+}
+
+// restart gives the session a fresh kernel process, starting one if none
+// runs.
+func (ss *Session) restart(ctx context.Context) error {
+	ss.mu.Lock()
+	k := ss.k
+	ss.mu.Unlock()
+	if k != nil {
+		if err := k.Restart(ctx); err == nil {
+			ss.mu.Lock()
+			ss.died = nil
+			ss.mu.Unlock()
+			return nil
+		}
+		ss.markDead(k, nil)
+	}
+	_, _, err := ss.kernel(ctx)
+	return err
+}
+
+// startKernel resolves what to run and starts it.
+func (s *Server) startKernel(ctx context.Context, c kernelChoice) (*kernel.Kernel, kernelInfo, error) {
+	spec, interp, err := s.resolve(ctx, c)
+	if err != nil {
+		return nil, kernelInfo{}, err
+	}
+	opts := kernel.Options{
+		Spec:           spec,
+		Dir:            c.Cwd,
+		StartTimeout:   s.cfg.StartTimeout,
+		InterruptGrace: s.cfg.InterruptGrace,
+	}
+	k, err := kernel.Start(ctx, opts)
+	if err != nil {
+		return nil, kernelInfo{}, err
+	}
+	info := kernelInfo{Interpreter: interp, KernelName: spec.Name}
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if ki, err := k.KernelInfo(ictx); err == nil {
+		info.Language = ki.LanguageInfo.Name
+		info.Version = ki.LanguageInfo.Version
+	}
+	return k, info, nil
+}
+
+// resolve picks the kernelspec for a choice, falling back to the server's
+// configuration. A missing ipykernel is a one-line error with the fix.
+func (s *Server) resolve(ctx context.Context, c kernelChoice) (kernelspec.Spec, string, error) {
+	opts := kernelspec.ResolveOptions{Kernel: c.Kernel, Python: c.Python}
+	if c.Kernel == "" && c.Python == "" {
+		opts.Kernel, opts.Python = s.cfg.Kernel, s.cfg.Python
+	}
+	r, err := kernelspec.Resolve(ctx, opts)
+	if err != nil {
+		return kernelspec.Spec{}, "", err
+	}
+	interp := ""
+	if r.Interpreter != nil {
+		interp = r.Interpreter.Path
+	} else if len(r.Spec.Argv) > 0 {
+		interp = r.Spec.Argv[0]
+	}
+	return r.Spec, interp, nil
+}
+
+// resolvePath makes p absolute against the session's working directory.
+func (ss *Session) resolvePath(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("path is empty")
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p), nil
+	}
+	base := ss.choice.Cwd
+	if base == "" {
+		var err error
+		if base, err = filepath.Abs("."); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(base, p), nil
+}

@@ -1,0 +1,769 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool inputs. Every session_id defaults to "default".
+
+// RunCodeInput is the input of run_code.
+type RunCodeInput struct {
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session to run in; created if missing (default \"default\")"`
+	Code      *string  `json:"code,omitempty" jsonschema:"the code to execute, like a notebook cell; the last expression's value is shown"`
+	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds before the run is interrupted (namespace kept); 0 means no limit"`
+}
+
+// RunFileInput is the input of run_file.
+type RunFileInput struct {
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session to run in; created if missing"`
+	Path      string   `json:"path" jsonschema:"file to execute in the session's namespace; relative paths resolve against the session's working directory"`
+	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds before the run is interrupted; 0 means no limit"`
+}
+
+// SessionInput names a session whose id defaults to "default".
+type SessionInput struct {
+	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
+}
+
+// RequiredSessionInput names a session explicitly.
+type RequiredSessionInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session"`
+}
+
+// CreateSessionInput is the input of create_session.
+type CreateSessionInput struct {
+	SessionID string `json:"session_id,omitempty" jsonschema:"id of the new session (default \"default\")"`
+	Kernel    string `json:"kernel,omitempty" jsonschema:"kernelspec name to run instead of the default Python (see list_kernels)"`
+	Python    string `json:"python,omitempty" jsonschema:"path of a Python interpreter with ipykernel, e.g. a conda env's python"`
+	Cwd       string `json:"cwd,omitempty" jsonschema:"working directory of the kernel"`
+}
+
+// InstallPackageInput is the input of install_package.
+type InstallPackageInput struct {
+	PackageName string `json:"package_name" jsonschema:"a pip requirement: a name with optional extras and version, e.g. requests or pandas>=2"`
+	SessionID   string `json:"session_id,omitempty" jsonschema:"the session whose interpreter receives the package (default \"default\")"`
+}
+
+// Tool outputs.
+
+// SessionSummary is one row of list_sessions.
+type SessionSummary struct {
+	SessionID    string `json:"session_id"`
+	CreatedAt    string `json:"created_at"`
+	HistoryCount int    `json:"history_count"`
+	State        string `json:"state"`
+	Kernel       string `json:"kernel"`
+	Pid          int    `json:"pid,omitempty"`
+}
+
+// ListSessionsOutput is the structured content of list_sessions.
+type ListSessionsOutput struct {
+	Sessions []SessionSummary `json:"sessions"`
+}
+
+// SessionInfo is the structured content of create_session and session_status.
+type SessionInfo struct {
+	SessionID   string            `json:"session_id"`
+	State       string            `json:"state"`
+	Language    string            `json:"language,omitempty"`
+	Version     string            `json:"version,omitempty"`
+	Interpreter string            `json:"interpreter,omitempty"`
+	Kernel      string            `json:"kernel,omitempty"`
+	Pid         int               `json:"pid,omitempty"`
+	Cwd         string            `json:"cwd,omitempty"`
+	MemoryRSS   int64             `json:"memory_rss_bytes,omitempty"`
+	Packages    map[string]string `json:"packages,omitempty"`
+	History     int               `json:"history_count"`
+}
+
+// MessageOutput is the structured content of tools that only report.
+type MessageOutput struct {
+	SessionID string `json:"session_id"`
+	Message   string `json:"message"`
+}
+
+// ListKernelsOutput is the structured content of list_kernels.
+type ListKernelsOutput struct {
+	Kernels      []KernelSpecInfo  `json:"kernels"`
+	Interpreters []InterpreterInfo `json:"interpreters"`
+}
+
+// KernelSpecInfo describes one installed kernelspec.
+type KernelSpecInfo struct {
+	Name        string   `json:"name"`
+	DisplayName string   `json:"display_name"`
+	Language    string   `json:"language"`
+	Argv        []string `json:"argv"`
+	Source      string   `json:"source"`
+}
+
+// InterpreterInfo describes one Python interpreter found.
+type InterpreterInfo struct {
+	Path      string `json:"path"`
+	Version   string `json:"version"`
+	IPyKernel string `json:"ipykernel"`
+	Source    string `json:"source"`
+}
+
+func (s *Server) addTools() {
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "create_session", Description: "Start a new session with its own kernel. Optional: kernel (a kernelspec name), python (an interpreter path, e.g. a conda env's python), cwd. Reports language, version and pid. run_code creates sessions on demand too."}, s.createSession)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sessions", Description: "List sessions with their state (starting, idle, busy, dead, stopped), kernel, pid and number of history entries.", Annotations: ro}, s.listSessions)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_code", Description: "Execute code in a persistent session, like a notebook cell: variables persist between calls, the last expression's value is shown, plots come back as images, exceptions name the failing line. A missing session is created. On timeout the run is interrupted and the namespace kept."}, s.runCode)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_file", Description: "Execute a file's code in a session's namespace (its variables stay defined). Relative paths resolve against the session's working directory."}, s.runFile)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "interrupt_session", Description: "Interrupt the code running in a session (like Ctrl-C). The namespace is kept. Answers at once, even while code runs."}, s.interruptSession)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "reset_session", Description: "Clear a session's namespace and history: a fresh kernel, an empty record. The session stays."}, s.resetSession)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "reset_run_context", Description: "Restart a session's kernel process: the namespace is cleared, the history is kept."}, s.resetRunContext)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_session", Description: "Shut a session's kernel down and forget the session.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, s.deleteSession)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "install_package", Description: "pip-install a package into the session's own interpreter (the kernel's Python, not the server's); importable right after."}, s.installPackage)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "session_status", Description: "A session's interpreter path, language version, pid, memory, working directory and key package versions.", Annotations: ro}, s.sessionStatus)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_kernels", Description: "Installed Jupyter kernelspecs and the Python interpreters found (with their ipykernel versions).", Annotations: ro}, s.listKernels)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sessionOr(id string) string {
+	if id == "" {
+		return defaultSession
+	}
+	return id
+}
+
+// errResult is a tool error: the message is shown to the model as an
+// isError result, and the session stays as it was.
+func errResult[Out any](format string, args ...any) (*mcp.CallToolResult, Out, error) {
+	var zero Out
+	return nil, zero, fmt.Errorf(format, args...)
+}
+
+// waitTurn waits for this call's place in its session's queue (see
+// OrderedTransport), then for the session's execution right.
+func (s *Server) waitTurn(ctx context.Context, ss *Session, meta mcp.Meta) error {
+	if tk, ok := s.ticketOf(ss.id, meta); ok {
+		if err := s.turns.wait(ctx, tk); err != nil {
+			return err
+		}
+	}
+	return ss.acquire(ctx)
+}
+
+func (s *Server) timeoutFor(t *float64) (time.Duration, error) {
+	if t == nil {
+		return s.cfg.Timeout, nil
+	}
+	v := *t
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return 0, fmt.Errorf("invalid timeout %v: give seconds >= 0 (0 means no limit)", v)
+	}
+	if v > 7*24*3600 {
+		return 0, fmt.Errorf("invalid timeout %v: at most one week (604800 s)", v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, RunOutput, error) {
+	id := sessionOr(in.SessionID)
+	if in.Code == nil {
+		return errResult[RunOutput]("run_code needs code: pass the code to execute")
+	}
+	if strings.TrimSpace(*in.Code) == "" {
+		return errResult[RunOutput]("code is empty: pass the code to execute")
+	}
+	timeout, err := s.timeoutFor(in.Timeout)
+	if err != nil {
+		return errResult[RunOutput]("%v", err)
+	}
+	ss, err := s.lookupOrCreate(id)
+	if err != nil {
+		return errResult[RunOutput]("%v", err)
+	}
+	return s.execute(ctx, req, ss, *in.Code, timeout)
+}
+
+func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFileInput) (*mcp.CallToolResult, RunOutput, error) {
+	id := sessionOr(in.SessionID)
+	timeout, err := s.timeoutFor(in.Timeout)
+	if err != nil {
+		return errResult[RunOutput]("%v", err)
+	}
+	ss, err := s.lookupOrCreate(id)
+	if err != nil {
+		return errResult[RunOutput]("%v", err)
+	}
+	path, err := ss.resolvePath(in.Path)
+	if err != nil {
+		return errResult[RunOutput]("run_file needs a path: %v", err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return errResult[RunOutput]("cannot run %s: %v", path, errors.Unwrap(err))
+	}
+	if st.IsDir() {
+		return errResult[RunOutput]("cannot run %s: it is a directory", path)
+	}
+	if st.Size() > 10<<20 {
+		return errResult[RunOutput]("cannot run %s: %d bytes is more than the 10 MiB a file may have", path, st.Size())
+	}
+	code, err := os.ReadFile(path)
+	if err != nil {
+		return errResult[RunOutput]("cannot read %s: %v", path, err)
+	}
+	return s.execute(ctx, req, ss, string(code), timeout)
+}
+
+// execute runs code in the session in its turn and renders the result. The
+// session's kernel is started if none runs; a death, a timeout or an
+// ignored interrupt is reported in the result, and the session stays usable.
+func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code string, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
+	out := RunOutput{SessionID: ss.id, Displays: []Display{}}
+	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
+		return errResult[RunOutput]("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
+	}
+	defer ss.release()
+
+	k, lost, err := ss.kernel(ctx)
+	if err != nil {
+		return errResult[RunOutput]("session %q: cannot start a kernel: %v", ss.id, err)
+	}
+	var notes []string
+	if lost != nil {
+		notes = append(notes, fmt.Sprintf("Note: the previous kernel had died (%v); this run uses a fresh kernel, so earlier variables are gone. History is kept.", lost))
+	}
+
+	runCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	prog := s.startProgress(ctx, req)
+	start := time.Now()
+	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{OnEvent: prog.event})
+	prog.stop()
+	end := time.Now()
+	out.ElapsedMS = end.Sub(start).Milliseconds()
+
+	var execErr *kernel.ExecError
+	switch {
+	case err == nil:
+		out.Status = "ok"
+	case errors.As(err, &execErr) && !res.Interrupted:
+		out.Status = "error"
+	case errors.Is(err, kernel.ErrKernelDied):
+		out.Status = "error"
+		ss.markDead(k, err)
+		notes = append(notes, fmt.Sprintf("%v — variables lost, history kept. The next call starts a fresh kernel.", err))
+		if res == nil {
+			res = &kernel.ExecuteResult{}
+		}
+		if res.Error == nil {
+			res.Error = &kernel.ExecError{EName: "KernelDied", EValue: err.Error()}
+		}
+	case errors.Is(err, kernel.ErrInterruptIgnored):
+		out.Status = statusFor(runCtx, ctx)
+		rerr := ss.restart(context.WithoutCancel(ctx))
+		msg := fmt.Sprintf("The kernel ignored the interrupt for %v, so it was restarted: all variables were lost (history is kept).", s.cfg.InterruptGrace)
+		if rerr != nil {
+			msg = fmt.Sprintf("The kernel ignored the interrupt for %v and could not be restarted (%v); the next call starts a fresh kernel. All variables were lost (history is kept).", s.cfg.InterruptGrace, rerr)
+		}
+		notes = append(notes, runStopped(out.Status, timeout)+" "+msg)
+	case res != nil && res.Interrupted:
+		out.Status = statusFor(runCtx, ctx)
+		notes = append(notes, runStopped(out.Status, timeout)+" The namespace was kept: variables defined before the interruption still exist.")
+		res.Error = nil // the KeyboardInterrupt is ours, not the code's
+	default:
+		return errResult[RunOutput]("session %q: %v", ss.id, err)
+	}
+	out.Note = strings.Join(notes, "\n")
+	content := render(res, &out, s.cfg.OutputLimit)
+	ss.record(code, res, out.Status, start, end)
+	return &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}, out, nil
+}
+
+// statusFor tells a timeout (the run's own deadline) from a cancellation by
+// the client.
+func statusFor(runCtx, callCtx context.Context) string {
+	if callCtx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return "interrupted"
+}
+
+func runStopped(status string, timeout time.Duration) string {
+	if status == "timeout" {
+		return fmt.Sprintf("Execution timed out after %v and was interrupted.", timeout)
+	}
+	return "Execution was cancelled and interrupted."
+}
+
+// record appends an executed block to the session's history.
+func (ss *Session) record(code string, res *kernel.ExecuteResult, status string, start, end time.Time) {
+	e := entry{Code: code, Status: status, Start: start, End: end}
+	if res != nil {
+		e.Outputs, e.Count = res.Outputs, res.ExecutionCount
+	}
+	ss.mu.Lock()
+	ss.history = append(ss.history, e)
+	ss.mu.Unlock()
+}
+
+// progress sends notifications/progress with the newest output lines while
+// a run lasts, when the client asked for progress.
+type progress struct {
+	mu    sync.Mutex
+	tail  []byte
+	stopc chan struct{}
+	done  chan struct{}
+}
+
+const progressTail = 500 // bytes of newest output carried by a notification
+
+func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
+	p := &progress{}
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return p
+	}
+	p.stopc, p.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		n := 0
+		for {
+			select {
+			case <-p.stopc:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n++
+			p.mu.Lock()
+			msg := cleanText(string(p.tail))
+			p.mu.Unlock()
+			if msg == "" {
+				msg = fmt.Sprintf("running for %d s", n)
+			}
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg})
+		}
+	}()
+	return p
+}
+
+func (p *progress) event(e kernel.Event) {
+	if p.stopc == nil || e.Kind != "stream" {
+		return
+	}
+	p.mu.Lock()
+	p.tail = append(p.tail, e.Output.Text...)
+	if len(p.tail) > progressTail {
+		p.tail = append(p.tail[:0], p.tail[len(p.tail)-progressTail:]...)
+	}
+	p.mu.Unlock()
+}
+
+func (p *progress) stop() {
+	if p.stopc != nil {
+		close(p.stopc)
+		<-p.done
+	}
+}
+
+func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, SessionInfo, error) {
+	id := sessionOr(in.SessionID)
+	if err := checkSessionID(id); err != nil {
+		return errResult[SessionInfo]("%v", err)
+	}
+	if in.Kernel != "" && in.Python != "" {
+		return errResult[SessionInfo]("give kernel or python, not both")
+	}
+	if in.Cwd != "" {
+		st, err := os.Stat(in.Cwd)
+		if err != nil || !st.IsDir() {
+			return errResult[SessionInfo]("cwd %q is not a directory", in.Cwd)
+		}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errResult[SessionInfo]("server is shutting down")
+	}
+	if _, ok := s.sessions[id]; ok {
+		s.mu.Unlock()
+		return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
+	}
+	ss := s.newSession(id, kernelChoice{Kernel: in.Kernel, Python: in.Python, Cwd: in.Cwd})
+	s.sessions[id] = ss
+	s.mu.Unlock()
+
+	if err := ss.acquire(ctx); err != nil {
+		return errResult[SessionInfo]("%v", err)
+	}
+	defer ss.release()
+	if _, _, err := ss.kernel(ctx); err != nil {
+		s.mu.Lock()
+		if s.sessions[id] == ss {
+			delete(s.sessions, id)
+		}
+		s.mu.Unlock()
+		return errResult[SessionInfo]("session %q: cannot start a kernel: %v", id, err)
+	}
+	info := ss.describe()
+	text := fmt.Sprintf("Session %q started: %s %s (kernel %s, pid %d).", id, info.Language, info.Version, info.Kernel, info.Pid)
+	return textResult(text), info, nil
+}
+
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// describe is what the session knows of itself without asking the kernel.
+func (ss *Session) describe() SessionInfo {
+	st := ss.state()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	info := SessionInfo{
+		SessionID: ss.id, State: st, Language: ss.info.Language, Version: ss.info.Version,
+		Interpreter: ss.info.Interpreter, Kernel: ss.info.KernelName, Cwd: ss.choice.Cwd, History: len(ss.history),
+	}
+	if ss.k != nil {
+		info.Pid = ss.k.Pid()
+	}
+	return info
+}
+
+func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListSessionsOutput, error) {
+	s.mu.Lock()
+	all := make([]*Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b *Session) int { return strings.Compare(a.id, b.id) })
+	out := ListSessionsOutput{Sessions: []SessionSummary{}}
+	var text strings.Builder
+	for _, ss := range all {
+		d := ss.describe()
+		kname := d.Kernel
+		if kname == "" {
+			kname = ss.choice.Kernel
+		}
+		row := SessionSummary{SessionID: ss.id, CreatedAt: ss.created.UTC().Format(time.RFC3339), HistoryCount: d.History, State: d.State, Kernel: kname}
+		if d.State != "dead" && d.State != "stopped" {
+			row.Pid = d.Pid
+		}
+		out.Sessions = append(out.Sessions, row)
+		fmt.Fprintf(&text, "%s: %s, %d history entries", row.SessionID, row.State, row.HistoryCount)
+		if row.Pid != 0 {
+			fmt.Fprintf(&text, ", pid %d", row.Pid)
+		}
+		text.WriteByte('\n')
+	}
+	if len(all) == 0 {
+		text.WriteString("No sessions. run_code starts one.")
+	}
+	return textResult(strings.TrimRight(text.String(), "\n")), out, nil
+}
+
+func (s *Server) interruptSession(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, MessageOutput, error) {
+	id := sessionOr(in.SessionID)
+	ss, err := s.lookup(id)
+	if err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
+	ss.mu.Lock()
+	k := ss.k
+	ss.mu.Unlock()
+	if k == nil {
+		return textResult("Nothing to interrupt: session " + id + " has no running kernel."), MessageOutput{SessionID: id, Message: "no kernel running"}, nil
+	}
+	busy := k.State() == "busy"
+	if err := k.Interrupt(ctx); err != nil {
+		return errResult[MessageOutput]("session %q: interrupt failed: %v", id, err)
+	}
+	msg := "Interrupt sent; the namespace is kept."
+	if !busy {
+		msg = "Interrupt sent, but the session was idle; the namespace is kept."
+	}
+	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
+}
+
+func (s *Server) resetSession(ctx context.Context, req *mcp.CallToolRequest, in RequiredSessionInput) (*mcp.CallToolResult, MessageOutput, error) {
+	return s.reset(ctx, req, in.SessionID, true)
+}
+
+func (s *Server) resetRunContext(ctx context.Context, req *mcp.CallToolRequest, in RequiredSessionInput) (*mcp.CallToolResult, MessageOutput, error) {
+	return s.reset(ctx, req, in.SessionID, false)
+}
+
+func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string, clearHistory bool) (*mcp.CallToolResult, MessageOutput, error) {
+	if id == "" {
+		return errResult[MessageOutput]("session_id is required")
+	}
+	ss, err := s.lookup(id)
+	if err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
+	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
+	defer ss.release()
+	if err := ss.restart(ctx); err != nil {
+		return errResult[MessageOutput]("session %q: restart failed: %v", id, err)
+	}
+	msg := "Kernel restarted: the namespace is empty; history is kept."
+	if clearHistory {
+		ss.mu.Lock()
+		ss.history = nil
+		ss.mu.Unlock()
+		msg = "Session reset: fresh kernel, empty namespace, history cleared."
+	}
+	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
+}
+
+func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in RequiredSessionInput) (*mcp.CallToolResult, MessageOutput, error) {
+	if in.SessionID == "" {
+		return errResult[MessageOutput]("session_id is required")
+	}
+	ss, err := s.lookup(in.SessionID)
+	if err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
+	s.mu.Lock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	s.mu.Unlock()
+	// A run in progress is interrupted by the shutdown and reports it.
+	if err := ss.stopKernel(); err != nil {
+		return errResult[MessageOutput]("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
+	}
+	msg := fmt.Sprintf("Session %q deleted.", ss.id)
+	return textResult(msg), MessageOutput{SessionID: ss.id, Message: msg}, nil
+}
+
+// requirementRE accepts a pip requirement: a name, optional extras, optional
+// version constraints. Nothing that pip could take as an option, a path or
+// a URL passes.
+var requirementRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*\])?((===|==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]+(,(===|==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]+)*)?$`)
+
+// InstallOutput is the structured content of install_package.
+type InstallOutput struct {
+	SessionID   string `json:"session_id"`
+	PackageName string `json:"package_name"`
+	ExitCode    int    `json:"exit_code"`
+	Output      string `json:"output"`
+}
+
+func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, in InstallPackageInput) (*mcp.CallToolResult, InstallOutput, error) {
+	name := strings.TrimSpace(in.PackageName)
+	if name == "" {
+		return errResult[InstallOutput]("package_name is required, e.g. \"requests\" or \"pandas>=2\"")
+	}
+	if !requirementRE.MatchString(name) {
+		return errResult[InstallOutput]("invalid package_name %q: give a package name with optional [extras] and version, e.g. \"requests\" or \"pandas>=2,<3\"", name)
+	}
+	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
+	if err != nil {
+		return errResult[InstallOutput]("%v", err)
+	}
+	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
+		return errResult[InstallOutput]("%v", err)
+	}
+	defer ss.release()
+	k, _, err := ss.kernel(ctx)
+	if err != nil {
+		return errResult[InstallOutput]("session %q: cannot start a kernel: %v", ss.id, err)
+	}
+	// pip runs in the kernel's own interpreter, as a subprocess with an
+	// argument list: no shell sees the name.
+	code := fmt.Sprintf(`import subprocess as _kmcp_sp, sys as _kmcp_sys, importlib as _kmcp_il
+_kmcp_r = _kmcp_sp.run([_kmcp_sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", %q], capture_output=True, text=True)
+print(_kmcp_r.stdout, end="")
+print(_kmcp_r.stderr, end="", file=_kmcp_sys.stderr)
+_kmcp_il.invalidate_caches()
+`, name)
+	res, err := k.Execute(ctx, code, kernel.ExecuteOptions{Silent: true, UserExpressions: map[string]string{"ec": "_kmcp_r.returncode"}})
+	if err != nil && !errors.As(err, new(*kernel.ExecError)) {
+		if errors.Is(err, kernel.ErrKernelDied) {
+			ss.markDead(k, err)
+		}
+		return errResult[InstallOutput]("session %q: pip did not finish: %v", ss.id, err)
+	}
+	out := InstallOutput{SessionID: ss.id, PackageName: name, ExitCode: -1}
+	if ec, ok := res.UserExpressions["ec"]; ok {
+		var v struct {
+			Status string            `json:"status"`
+			Data   map[string]string `json:"data"`
+		}
+		if json.Unmarshal(ec, &v) == nil && v.Status == "ok" {
+			fmt.Sscan(v.Data["text/plain"], &out.ExitCode)
+		}
+	}
+	out.Output, _ = truncateMiddle(cleanText(streamText(res, "")), s.cfg.OutputLimit)
+	if out.ExitCode != 0 {
+		r := textResult(fmt.Sprintf("pip install %s failed (exit code %d):\n%s", name, out.ExitCode, out.Output))
+		r.IsError = true
+		return r, out, nil
+	}
+	return textResult(fmt.Sprintf("Installed %s into %s's interpreter.\n%s", name, ss.id, lastLinesOf(out.Output, 3))), out, nil
+}
+
+// streamText joins the stream outputs of one name ("" for all).
+func streamText(res *kernel.ExecuteResult, name string) string {
+	var b strings.Builder
+	for _, o := range res.Outputs {
+		if o.Type == kernel.OutputStream && (name == "" || o.Name == name) {
+			b.WriteString(o.Text)
+		}
+	}
+	return b.String()
+}
+
+func lastLinesOf(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// statusProbe gathers what session_status reports from inside the kernel.
+// It imports nothing heavy: package versions come from metadata.
+const statusProbe = `def _kmcp_status():
+    import sys, os, json
+    from importlib import metadata
+    pk = {}
+    for n in ("numpy", "pandas", "matplotlib", "scipy", "scikit-learn", "statsmodels", "polars", "ipykernel", "IPython"):
+        try:
+            pk[n] = metadata.version(n)
+        except Exception:
+            pass
+    rss = 0
+    try:
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except Exception:
+        try:
+            import resource
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        except Exception:
+            pass
+    print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "cwd": os.getcwd(), "rss": rss, "packages": pk}))
+try:
+    _kmcp_status()
+finally:
+    del _kmcp_status
+`
+
+func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, SessionInfo, error) {
+	id := sessionOr(in.SessionID)
+	ss, err := s.lookup(id)
+	if err != nil {
+		return errResult[SessionInfo]("%v", err)
+	}
+	info := ss.describe()
+	note := ""
+	ss.mu.Lock()
+	k := ss.k
+	ss.mu.Unlock()
+	switch {
+	case k == nil:
+		note = "No kernel runs in this session yet; the next run_code starts one."
+	case info.State != "idle":
+		note = "The kernel is " + info.State + "; details that need the kernel are left out."
+	default:
+		// The probe runs silently and leaves no names behind.
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		res, err := k.Execute(pctx, statusProbe, kernel.ExecuteOptions{Silent: true})
+		cancel()
+		var st struct {
+			Executable string            `json:"executable"`
+			Version    string            `json:"version"`
+			Cwd        string            `json:"cwd"`
+			RSS        int64             `json:"rss"`
+			Packages   map[string]string `json:"packages"`
+		}
+		if err == nil && json.Unmarshal([]byte(streamText(res, "stdout")), &st) == nil {
+			info.Interpreter, info.Version, info.Cwd, info.MemoryRSS, info.Packages = st.Executable, st.Version, st.Cwd, st.RSS, st.Packages
+		} else {
+			note = "The kernel did not answer the status probe; details that need the kernel are left out."
+		}
+	}
+	var text strings.Builder
+	fmt.Fprintf(&text, "Session %s: %s\n", id, info.State)
+	if info.Language != "" {
+		fmt.Fprintf(&text, "Language: %s %s\n", info.Language, info.Version)
+	}
+	if info.Interpreter != "" {
+		fmt.Fprintf(&text, "Interpreter: %s\n", info.Interpreter)
+	}
+	if info.Pid != 0 {
+		fmt.Fprintf(&text, "Pid: %d\n", info.Pid)
+	}
+	if info.MemoryRSS > 0 {
+		fmt.Fprintf(&text, "Memory (RSS): %.1f MB\n", float64(info.MemoryRSS)/1e6)
+	}
+	if info.Cwd != "" {
+		fmt.Fprintf(&text, "Working directory: %s\n", info.Cwd)
+	}
+	if len(info.Packages) > 0 {
+		names := make([]string, 0, len(info.Packages))
+		for n := range info.Packages {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		text.WriteString("Packages:")
+		for _, n := range names {
+			fmt.Fprintf(&text, " %s %s;", n, info.Packages[n])
+		}
+		text.WriteByte('\n')
+	}
+	fmt.Fprintf(&text, "History entries: %d\n", info.History)
+	if note != "" {
+		text.WriteString(note)
+	}
+	return textResult(strings.TrimRight(text.String(), "\n")), info, nil
+}
+
+func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListKernelsOutput, error) {
+	out := ListKernelsOutput{Kernels: []KernelSpecInfo{}, Interpreters: []InterpreterInfo{}}
+	specs, err := kernelspec.Find(ctx, kernelspec.FindOptions{Python: s.cfg.Python})
+	if err != nil {
+		return errResult[ListKernelsOutput]("finding kernelspecs: %v", err)
+	}
+	var text strings.Builder
+	text.WriteString("Kernelspecs:\n")
+	for _, sp := range specs {
+		out.Kernels = append(out.Kernels, KernelSpecInfo{Name: sp.Name, DisplayName: sp.DisplayName, Language: sp.Language, Argv: sp.Argv, Source: sp.Source})
+		fmt.Fprintf(&text, "  %s (%s, %s) from %s\n", sp.Name, sp.DisplayName, sp.Language, sp.Source)
+	}
+	if len(specs) == 0 {
+		text.WriteString("  (none installed)\n")
+	}
+	text.WriteString("Python interpreters:\n")
+	for _, in := range kernelspec.Interpreters(ctx, kernelspec.ResolveOptions{Python: s.cfg.Python}) {
+		out.Interpreters = append(out.Interpreters, InterpreterInfo{Path: in.Path, Version: in.Version, IPyKernel: in.IPyKernel, Source: in.Source})
+		ipk := "ipykernel " + in.IPyKernel
+		if in.IPyKernel == "" {
+			ipk = "no ipykernel (install_package cannot help here: run " + in.Path + " -m pip install ipykernel)"
+		}
+		fmt.Fprintf(&text, "  %s (Python %s, %s) from %s\n", in.Path, in.Version, ipk, in.Source)
+	}
+	return textResult(strings.TrimRight(text.String(), "\n")), out, nil
+}
