@@ -1,0 +1,386 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by a Store's methods after Close or Remove.
+var ErrClosed = errors.New("history: store closed")
+
+// Meta is the first record of a history file: which session it belongs to
+// and what it ran on.
+type Meta struct {
+	SessionID string    `json:"session_id"`
+	CreatedAt time.Time `json:"created_at"`
+	Kernel    string    `json:"kernel,omitempty"`
+	Python    string    `json:"python,omitempty"`
+	Cwd       string    `json:"cwd,omitempty"`
+}
+
+// record is one line of a history file: exactly one of its fields is set.
+type record struct {
+	Meta  *Meta  `json:"meta,omitempty"`
+	Entry *Entry `json:"entry,omitempty"`
+}
+
+// Store keeps one session's history as an append-only JSON-lines file
+// <dir>/<session>.jsonl (dir created 0700, file 0600). The first line is
+// {"meta": Meta}, then one {"entry": Entry} line per Append; Rewrite replaces
+// the whole file atomically (after deletes or clears). Every write is
+// fsynced before the method returns, so an entry that was appended survives
+// a crash; a crash in the middle of an Append leaves at most a torn last
+// line, which Open drops.
+//
+// Session ids are used as file names as they are when they consist of
+// ASCII letters, digits, '-', '_' and '.' (not leading); any other byte is
+// written as %XX, so every id maps to one safe file name and back.
+//
+// A Store is safe for concurrent use. It does not lock the file against
+// other processes: one server owns a state folder.
+type Store struct {
+	mu   sync.Mutex
+	dir  string
+	path string
+	f    *os.File // nil once closed
+	size int64    // bytes of valid records; the next Append writes here
+}
+
+// Create makes a new store for meta.SessionID in dir, truncating any
+// existing one, and writes the meta record, fsynced.
+func Create(dir string, meta Meta) (*Store, error) {
+	path, err := storePath(dir, meta.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	line, err := encodeRecord(record{Meta: &meta})
+	if err != nil {
+		return nil, fmt.Errorf("history: create %s: %w", path, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("history: create %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("history: create %s: %w", path, err)
+	}
+	s := &Store{dir: dir, path: path, f: f}
+	err = f.Chmod(0o600) // an existing file keeps its mode through O_TRUNC
+	if err == nil {
+		err = s.writeLocked(line)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("history: create %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Open opens the existing store of session in dir and returns its meta and
+// entries. A torn or corrupt last line (a crash in the middle of an Append)
+// is skipped and cut off the file, so later appends start on a clean line. A
+// corrupt line anywhere else is an error naming the file and the line
+// number, and so is a file without a meta record. A missing file is an error
+// that matches fs.ErrNotExist.
+func Open(dir, session string) (*Store, Meta, []Entry, error) {
+	path, err := storePath(dir, session)
+	if err != nil {
+		return nil, Meta{}, nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Meta{}, nil, fmt.Errorf("history: open %s: %w", path, err)
+	}
+	meta, entries, good, err := decodeHistory(data)
+	if err != nil {
+		return nil, Meta{}, nil, fmt.Errorf("history: %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, Meta{}, nil, fmt.Errorf("history: open %s: %w", path, err)
+	}
+	s := &Store{dir: dir, path: path, f: f, size: int64(good)}
+	if good < len(data) {
+		err = f.Truncate(int64(good))
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	if err == nil && good > 0 && data[good-1] != '\n' {
+		// The last record was whole but lacked its newline (an edited
+		// file): end it, so the next record starts its own line.
+		err = s.writeLocked([]byte("\n"))
+	}
+	if err != nil {
+		f.Close()
+		return nil, Meta{}, nil, fmt.Errorf("history: repair %s: %w", path, err)
+	}
+	return s, meta, entries, nil
+}
+
+// decodeHistory parses a history file. good is the length of the prefix
+// that holds valid records; anything after it is a torn last line.
+func decodeHistory(data []byte) (meta Meta, entries []Entry, good int, err error) {
+	entries = []Entry{}
+	haveMeta := false
+	for off, lineNo := 0, 1; off < len(data); lineNo++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		next := len(data)
+		if end >= 0 {
+			end += off
+			next = end + 1
+		} else {
+			end = len(data)
+		}
+		line := data[off:end]
+		last := len(bytes.TrimSpace(data[next:])) == 0
+		if len(bytes.TrimSpace(line)) == 0 {
+			off = next
+			if !last {
+				good = off
+			}
+			continue
+		}
+		rec, derr := decodeRecord(line)
+		if derr == nil {
+			switch {
+			case !haveMeta && rec.Meta == nil:
+				derr = errors.New("first record is not a meta record")
+			case haveMeta && rec.Meta != nil:
+				derr = errors.New("a second meta record")
+			}
+		}
+		if derr != nil {
+			if last {
+				break // a torn append: drop it
+			}
+			return Meta{}, nil, 0, fmt.Errorf("line %d: %w", lineNo, derr)
+		}
+		if rec.Meta != nil {
+			meta, haveMeta = *rec.Meta, true
+		} else {
+			entries = append(entries, *rec.Entry)
+		}
+		off = next
+		good = off
+	}
+	if !haveMeta {
+		return Meta{}, nil, 0, errors.New("no meta record")
+	}
+	return meta, entries, good, nil
+}
+
+// decodeRecord parses one line: a JSON object with exactly one of "meta"
+// and "entry".
+func decodeRecord(line []byte) (record, error) {
+	var rec record
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return record{}, err
+	}
+	if (rec.Meta == nil) == (rec.Entry == nil) {
+		return record{}, errors.New(`record must have exactly one of "meta" and "entry"`)
+	}
+	return rec, nil
+}
+
+// encodeRecord is one line of a history file, newline included.
+func encodeRecord(rec record) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Append writes e as one line and fsyncs it. A failed write is cut back off
+// the file, so a failure never leaves a torn line behind a later Append.
+func (s *Store) Append(e Entry) error {
+	line, err := encodeRecord(record{Entry: &e})
+	if err != nil {
+		return fmt.Errorf("history: append to %s: %w", s.path, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return ErrClosed
+	}
+	if err := s.writeLocked(line); err != nil {
+		return fmt.Errorf("history: append to %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// writeLocked writes b at the end of the valid records and fsyncs.
+func (s *Store) writeLocked(b []byte) error {
+	_, err := s.f.WriteAt(b, s.size)
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if err != nil {
+		s.f.Truncate(s.size) // best effort: the write error is the one to report
+		return err
+	}
+	s.size += int64(len(b))
+	return nil
+}
+
+// Rewrite replaces the file with meta and entries atomically: a temporary
+// file is written and fsynced, renamed over the history file, and the
+// folder fsynced. If it fails, the old file is still there, whole.
+func (s *Store) Rewrite(meta Meta, entries []Entry) error {
+	var buf bytes.Buffer
+	line, err := encodeRecord(record{Meta: &meta})
+	if err != nil {
+		return fmt.Errorf("history: rewrite %s: %w", s.path, err)
+	}
+	buf.Write(line)
+	for i := range entries {
+		line, err := encodeRecord(record{Entry: &entries[i]})
+		if err != nil {
+			return fmt.Errorf("history: rewrite %s: entry %d: %w", s.path, i, err)
+		}
+		buf.Write(line)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return ErrClosed
+	}
+	// Windows cannot rename over a file that is open: close it first.
+	if err := s.f.Close(); err != nil {
+		s.f = nil
+		return fmt.Errorf("history: rewrite %s: %w", s.path, err)
+	}
+	s.f = nil
+	werr := writeFileAtomic(s.path, buf.Bytes(), 0o600, 0o700)
+	f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("history: rewrite %s: %w", s.path, errors.Join(werr, err))
+	}
+	s.f = f
+	if werr != nil {
+		return fmt.Errorf("history: rewrite %s: %w", s.path, werr)
+	}
+	s.size = int64(buf.Len())
+	return nil
+}
+
+// Remove closes the store and deletes its file. A file that is already
+// gone is not an error.
+func (s *Store) Remove() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("history: remove %s: %w", s.path, err)
+	}
+	return syncDir(s.dir)
+}
+
+// Close closes the file. Entries already appended are on disk; closing
+// twice is not an error.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	if err != nil {
+		return fmt.Errorf("history: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Sessions lists the ids of the sessions that have a store in dir, sorted.
+// A missing dir is an empty list.
+func Sessions(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: list %s: %w", dir, err)
+	}
+	ids := []string{}
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ".jsonl")
+		if !ok || !de.Type().IsRegular() {
+			continue
+		}
+		if id, ok := sessionFromFile(name); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// storePath is the history file of session in dir.
+func storePath(dir, session string) (string, error) {
+	if session == "" {
+		return "", errors.New("history: empty session id")
+	}
+	return filepath.Join(dir, sessionFile(session)+".jsonl"), nil
+}
+
+// sessionFile maps a session id to a file name (without .jsonl) that is
+// safe on every OS: bytes other than ASCII letters, digits, '-', '_' and a
+// non-leading '.' become %XX.
+func sessionFile(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' && i > 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// sessionFromFile inverts sessionFile; ok is false for a name sessionFile
+// would not have produced (a file that is not ours).
+func sessionFromFile(name string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if name[i] != '%' {
+			b.WriteByte(name[i])
+			continue
+		}
+		if i+2 >= len(name) {
+			return "", false
+		}
+		c, err := strconv.ParseUint(name[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(c))
+		i += 2
+	}
+	id := b.String()
+	if id == "" || sessionFile(id) != name {
+		return "", false
+	}
+	return id, true
+}

@@ -1,0 +1,27 @@
+//go:build !windows
+
+package history
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// syncDir fsyncs a folder so that a file created or renamed in it survives
+// a crash. File systems that cannot sync a folder (EINVAL, ENOTSUP) are not
+// an error: there is nothing more to do on them.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
+		return nil
+	}
+	return err
+}
