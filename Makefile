@@ -3,12 +3,23 @@ GO        ?= go
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: all build test vet staticcheck cross bench fuzz clean
+# The Python whose ipykernel runs user code: PYTHON_MCP_INTERPRETER if set.
+PYTHON ?= $(or $(PYTHON_MCP_INTERPRETER),python3)
+
+.PHONY: all build run test vet staticcheck cross bench fuzz clean
 
 all: build
 
 build:
 	$(GO) build -o bin/kernel-mcp ./cmd/kernel-mcp
+
+# Run the server over stdio, first installing ipykernel for $(PYTHON) if it
+# is missing. Extra flags: make run ARGS="--transport streamable-http".
+# Over stdio, stdout is the protocol stream: everything else goes to stderr.
+run:
+	@$(GO) build -o bin/kernel-mcp ./cmd/kernel-mcp 1>&2
+	@$(PYTHON) -c 'import ipykernel' 2>/dev/null || $(PYTHON) -m pip install ipykernel 1>&2
+	@PYTHON_MCP_INTERPRETER=$$($(PYTHON) -c 'import sys; print(sys.executable)') ./bin/kernel-mcp $(ARGS)
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -29,11 +40,13 @@ cross:
 # detector against real kernels.
 test: vet staticcheck cross
 	$(GO) test -race -count=1 -timeout 25m ./...
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 20s ./kernel/wire/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15s ./kernel/wire/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeStream -fuzztime 10s ./kernel/
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 10s ./history/
 
+# Go against Python's jupyter_client on the same kernel, in one run.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 300x ./kernel/
-	python3 bench/jupyter_client_bench.py
+	bash bench/compare.sh
 
 clean:
 	rm -rf bin

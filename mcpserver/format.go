@@ -30,6 +30,9 @@ type RunOutput struct {
 	// Note says what happened to the session beyond the code's own output:
 	// a timeout, an interrupt, a kernel death or restart.
 	Note string `json:"note,omitempty"`
+	// Blocks lists the history blocks re-run, for run_code with start/end
+	// and rerun_code; the fields above then describe the last block run.
+	Blocks []BlockSummary `json:"blocks,omitempty"`
 }
 
 // Display is one display_data output: its MIME types and its text form.

@@ -41,7 +41,8 @@ type Config struct {
 	InterruptGrace time.Duration
 	// StartTimeout bounds a kernel's start-up. Default 60 s.
 	StartTimeout time.Duration
-	// StateDir is where histories are kept; empty keeps them in memory.
+	// StateDir is where histories are kept (in StateDir/sessions, one
+	// JSON-lines file per session); empty keeps them in memory only.
 	StateDir string
 	// Version is reported to clients as the implementation version.
 	Version string
@@ -92,8 +93,15 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       cfg.Logger,
+		// The SDK tracks subscribers itself; ResourceUpdated reaches them.
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	s.addTools()
+	if err := s.restore(); err != nil {
+		cancel()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 )
@@ -52,7 +53,10 @@ type Session struct {
 	starting bool
 	info     kernelInfo
 	died     error // how the last kernel died, until a new one starts
-	history  []entry
+	gen      int   // kernel processes started so far: history.Entry.Generation
+	hist     []history.Entry
+	store    *history.Store // nil when histories are kept in memory only
+	meta     history.Meta
 }
 
 // kernelInfo is what a session knows of its kernel once started.
@@ -61,16 +65,6 @@ type kernelInfo struct {
 	Version     string
 	Interpreter string
 	KernelName  string
-}
-
-// entry is one executed block of a session's history.
-type entry struct {
-	Code       string
-	Outputs    []kernel.Output
-	Status     string
-	Count      int
-	Start, End time.Time
-	Generation int
 }
 
 func (s *Server) newSession(id string, choice kernelChoice) *Session {
@@ -115,7 +109,9 @@ func (s *Server) lookupOrCreate(id string) (*Session, error) {
 		return ss, nil
 	}
 	ss := s.newSession(id, kernelChoice{})
-	s.sessions[id] = ss
+	if err := s.register(ss); err != nil {
+		return nil, err
+	}
 	return ss, nil
 }
 
@@ -192,8 +188,16 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 		return nil, lost, errors.New("server is shutting down")
 	}
 	ss.k, ss.info, ss.died = k, info, nil
+	ss.gen++
 	ss.mu.Unlock()
 	return k, lost, nil
+}
+
+// generation is the number of the kernel process now running.
+func (ss *Session) generation() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.gen
 }
 
 // markDead forgets a dead kernel, releasing its files, and remembers how it
@@ -230,6 +234,7 @@ func (ss *Session) restart(ctx context.Context) error {
 		if err := k.Restart(ctx); err == nil {
 			ss.mu.Lock()
 			ss.died = nil
+			ss.gen++
 			ss.mu.Unlock()
 			return nil
 		}

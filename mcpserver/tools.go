@@ -23,7 +23,9 @@ import (
 // RunCodeInput is the input of run_code.
 type RunCodeInput struct {
 	SessionID string   `json:"session_id,omitempty" jsonschema:"session to run in; created if missing (default \"default\")"`
-	Code      *string  `json:"code,omitempty" jsonschema:"the code to execute, like a notebook cell; the last expression's value is shown"`
+	Code      *string  `json:"code,omitempty" jsonschema:"the code to execute, like a notebook cell; the last expression's value is shown. Without code, start/end re-run blocks of the history"`
+	Start     *int     `json:"start,omitempty" jsonschema:"without code: first history block to re-run, 0-based (Python slice rules)"`
+	End       *int     `json:"end,omitempty" jsonschema:"without code: history block to stop before (exclusive)"`
 	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds before the run is interrupted (namespace kept); 0 means no limit"`
 }
 
@@ -131,6 +133,7 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_session", Description: "Shut a session's kernel down and forget the session.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, s.deleteSession)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "install_package", Description: "pip-install a package into the session's own interpreter (the kernel's Python, not the server's); importable right after."}, s.installPackage)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "session_status", Description: "A session's interpreter path, language version, pid, memory, working directory and key package versions.", Annotations: ro}, s.sessionStatus)
+	s.addHistoryTools()
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_kernels", Description: "Installed Jupyter kernelspecs and the Python interpreters found (with their ipykernel versions).", Annotations: ro}, s.listKernels)
 }
 
@@ -177,21 +180,27 @@ func (s *Server) timeoutFor(t *float64) (time.Duration, error) {
 
 func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, RunOutput, error) {
 	id := sessionOr(in.SessionID)
-	if in.Code == nil {
-		return errResult[RunOutput]("run_code needs code: pass the code to execute")
-	}
-	if strings.TrimSpace(*in.Code) == "" {
-		return errResult[RunOutput]("code is empty: pass the code to execute")
-	}
 	timeout, err := s.timeoutFor(in.Timeout)
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
+	}
+	if in.Code == nil {
+		if in.Start == nil && in.End == nil {
+			return errResult[RunOutput]("run_code needs code: pass the code to execute (or start/end to re-run blocks of the history)")
+		}
+		return s.runSlice(ctx, req, in, timeout)
+	}
+	if in.Start != nil || in.End != nil {
+		return errResult[RunOutput]("give code or start/end, not both: start/end re-run history blocks instead of new code")
+	}
+	if strings.TrimSpace(*in.Code) == "" {
+		return errResult[RunOutput]("code is empty: pass the code to execute")
 	}
 	ss, err := s.lookupOrCreate(id)
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	return s.execute(ctx, req, ss, *in.Code, timeout)
+	return s.execute(ctx, req, ss, *in.Code, "", timeout)
 }
 
 func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFileInput) (*mcp.CallToolResult, RunOutput, error) {
@@ -222,23 +231,34 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	if err != nil {
 		return errResult[RunOutput]("cannot read %s: %v", path, err)
 	}
-	return s.execute(ctx, req, ss, string(code), timeout)
+	return s.execute(ctx, req, ss, string(code), "file:"+path, timeout)
 }
 
-// execute runs code in the session in its turn and renders the result. The
-// session's kernel is started if none runs; a death, a timeout or an
-// ignored interrupt is reported in the result, and the session stays usable.
-func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code string, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
-	out := RunOutput{SessionID: ss.id, Displays: []Display{}}
+// execute runs code in the session in its turn and renders the result.
+func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
 	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
 		return errResult[RunOutput]("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
 	}
 	defer ss.release()
+	content, out, err := s.runBlock(ctx, req, ss, code, source, timeout)
+	if err != nil {
+		return errResult[RunOutput]("%v", err)
+	}
+	return &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}, out, nil
+}
 
+// runBlock executes one block in a session whose execution right the caller
+// holds, records it in the history, and renders it. The session's kernel is
+// started if none runs; a death, a timeout or an ignored interrupt is
+// reported in the result, and the session stays usable. The error is for
+// failures to run at all (no kernel could be started).
+func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration) ([]mcp.Content, RunOutput, error) {
+	out := RunOutput{SessionID: ss.id, Displays: []Display{}}
 	k, lost, err := ss.kernel(ctx)
 	if err != nil {
-		return errResult[RunOutput]("session %q: cannot start a kernel: %v", ss.id, err)
+		return nil, out, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
 	}
+	gen := ss.generation()
 	var notes []string
 	if lost != nil {
 		notes = append(notes, fmt.Sprintf("Note: the previous kernel had died (%v); this run uses a fresh kernel, so earlier variables are gone. History is kept.", lost))
@@ -286,12 +306,12 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Sess
 		notes = append(notes, runStopped(out.Status, timeout)+" The namespace was kept: variables defined before the interruption still exist.")
 		res.Error = nil // the KeyboardInterrupt is ours, not the code's
 	default:
-		return errResult[RunOutput]("session %q: %v", ss.id, err)
+		return nil, out, fmt.Errorf("session %q: %v", ss.id, err)
 	}
 	out.Note = strings.Join(notes, "\n")
 	content := render(res, &out, s.cfg.OutputLimit)
-	ss.record(code, res, out.Status, start, end)
-	return &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}, out, nil
+	s.record(ss, historyEntry(code, source, res, out, gen, start, end))
+	return content, out, nil
 }
 
 // statusFor tells a timeout (the run's own deadline) from a cancellation by
@@ -308,17 +328,6 @@ func runStopped(status string, timeout time.Duration) string {
 		return fmt.Sprintf("Execution timed out after %v and was interrupted.", timeout)
 	}
 	return "Execution was cancelled and interrupted."
-}
-
-// record appends an executed block to the session's history.
-func (ss *Session) record(code string, res *kernel.ExecuteResult, status string, start, end time.Time) {
-	e := entry{Code: code, Status: status, Start: start, End: end}
-	if res != nil {
-		e.Outputs, e.Count = res.Outputs, res.ExecutionCount
-	}
-	ss.mu.Lock()
-	ss.history = append(ss.history, e)
-	ss.mu.Unlock()
 }
 
 // progress sends notifications/progress with the newest output lines while
@@ -408,7 +417,10 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 		return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
 	}
 	ss := s.newSession(id, kernelChoice{Kernel: in.Kernel, Python: in.Python, Cwd: in.Cwd})
-	s.sessions[id] = ss
+	if err := s.register(ss); err != nil {
+		s.mu.Unlock()
+		return errResult[SessionInfo]("%v", err)
+	}
 	s.mu.Unlock()
 
 	if err := ss.acquire(ctx); err != nil {
@@ -417,9 +429,7 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 	defer ss.release()
 	if _, _, err := ss.kernel(ctx); err != nil {
 		s.mu.Lock()
-		if s.sessions[id] == ss {
-			delete(s.sessions, id)
-		}
+		s.unregister(ss)
 		s.mu.Unlock()
 		return errResult[SessionInfo]("session %q: cannot start a kernel: %v", id, err)
 	}
@@ -439,7 +449,7 @@ func (ss *Session) describe() SessionInfo {
 	defer ss.mu.Unlock()
 	info := SessionInfo{
 		SessionID: ss.id, State: st, Language: ss.info.Language, Version: ss.info.Version,
-		Interpreter: ss.info.Interpreter, Kernel: ss.info.KernelName, Cwd: ss.choice.Cwd, History: len(ss.history),
+		Interpreter: ss.info.Interpreter, Kernel: ss.info.KernelName, Cwd: ss.choice.Cwd, History: len(ss.hist),
 	}
 	if ss.k != nil {
 		info.Pid = ss.k.Pid()
@@ -528,9 +538,9 @@ func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string,
 	}
 	msg := "Kernel restarted: the namespace is empty; history is kept."
 	if clearHistory {
-		ss.mu.Lock()
-		ss.history = nil
-		ss.mu.Unlock()
+		if err := s.clearHistory(ctx, ss); err != nil {
+			return errResult[MessageOutput]("session %q: kernel restarted, but the history could not be cleared: %v", id, err)
+		}
 		msg = "Session reset: fresh kernel, empty namespace, history cleared."
 	}
 	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
@@ -545,9 +555,7 @@ func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in
 		return errResult[MessageOutput]("%v", err)
 	}
 	s.mu.Lock()
-	if s.sessions[ss.id] == ss {
-		delete(s.sessions, ss.id)
-	}
+	s.unregister(ss)
 	s.mu.Unlock()
 	// A run in progress is interrupted by the shutdown and reports it.
 	if err := ss.stopKernel(); err != nil {

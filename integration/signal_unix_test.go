@@ -1,0 +1,7 @@
+//go:build unix
+
+package integration
+
+import "syscall"
+
+var interruptSignal = syscall.SIGTERM
