@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -59,5 +60,26 @@ func typicalEntry(i int) Entry {
 			{OutputType: "execute_result", ExecutionCount: i, Data: map[string]json.RawMessage{"text/plain": jsonString(fmt.Sprint(i * 2))}},
 		},
 		Status: "ok", ExecutionCount: i, Start: t0, End: t0.Add(3 * time.Millisecond), Generation: 1,
+	}
+}
+
+// BenchmarkDecodeHistory10000 reads a 10,000-entry history file, as a
+// server restart does. Reading must stay linear in the file's size.
+func BenchmarkDecodeHistory10000(b *testing.B) {
+	var buf bytes.Buffer
+	line, _ := encodeRecord(record{Meta: &Meta{SessionID: "bench"}})
+	buf.Write(line)
+	for i := range 10000 {
+		e := typicalEntry(i + 1)
+		line, _ := encodeRecord(record{Entry: &e})
+		buf.Write(line)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		_, entries, _, err := decodeHistory(data)
+		if err != nil || len(entries) != 10000 {
+			b.Fatal(err, len(entries))
+		}
 	}
 }

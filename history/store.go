@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // ErrClosed is returned by a Store's methods after Close or Remove.
@@ -136,6 +137,9 @@ func Open(dir, session string) (*Store, Meta, []Entry, error) {
 func decodeHistory(data []byte) (meta Meta, entries []Entry, good int, err error) {
 	entries = []Entry{}
 	haveMeta := false
+	// The last line is the one after which only white space follows;
+	// finding it once keeps reading linear in the file's size.
+	tail := len(bytes.TrimRightFunc(data, unicode.IsSpace))
 	for off, lineNo := 0, 1; off < len(data); lineNo++ {
 		end := bytes.IndexByte(data[off:], '\n')
 		next := len(data)
@@ -146,7 +150,7 @@ func decodeHistory(data []byte) (meta Meta, entries []Entry, good int, err error
 			end = len(data)
 		}
 		line := data[off:end]
-		last := len(bytes.TrimSpace(data[next:])) == 0
+		last := next >= tail
 		if len(bytes.TrimSpace(line)) == 0 {
 			off = next
 			if !last {
