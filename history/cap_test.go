@@ -31,10 +31,10 @@ func TestCapCutsTextInTheMiddle(t *testing.T) {
 
 func TestCapCountsCharactersNotBytes(t *testing.T) {
 	s := strings.Repeat("é", 10)
-	if got, cut := cutMiddle(s, 10); cut || got != s {
-		t.Errorf("cutMiddle(10 × é, 10) = %q, %v; want it untouched", got, cut)
+	if got, cut := CutMiddle(s, 10); cut || got != s {
+		t.Errorf("CutMiddle(10 × é, 10) = %q, %v; want it untouched", got, cut)
 	}
-	got, _ := cutMiddle(strings.Repeat("é", 12), 10)
+	got, _ := CutMiddle(strings.Repeat("é", 12), 10)
 	if want := "ééééé\n... [2 characters omitted] ...\nééééé"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -63,7 +63,7 @@ func Cap(e Entry, textLimit, dataLimit int) Entry {
 
 func capOutput(o Output, textLimit, dataLimit int) (Output, bool) {
 	cut := false
-	if s, c := cutMiddle(o.Text, textLimit); c {
+	if s, c := CutMiddle(o.Text, textLimit); c {
 		o.Text, cut = s, true
 	}
 	if tb, c := capTraceback(o.Traceback, textLimit); c {
@@ -86,7 +86,7 @@ func capOutput(o Output, textLimit, dataLimit int) (Output, bool) {
 		if strings.HasPrefix(mime, "text/") && textLimit > 0 {
 			var s string
 			if json.Unmarshal(v, &s) == nil {
-				if short, c := cutMiddle(s, textLimit); c {
+				if short, c := CutMiddle(s, textLimit); c {
 					v, cut = jsonString(short), true
 				}
 			}
@@ -117,9 +117,12 @@ func capOutput(o Output, textLimit, dataLimit int) (Output, bool) {
 	return o, cut
 }
 
-// cutMiddle cuts s to at most limit characters, keeping its start and end,
+// CutMiddle cuts s to at most limit characters, keeping its start and end,
 // with a note of how many characters were left out.
-func cutMiddle(s string, limit int) (string, bool) {
+// CutMiddle cuts s to at most limit characters (runes), keeping its start
+// and end and noting how many characters were left out between them.
+// limit <= 0 means no limit.
+func CutMiddle(s string, limit int) (string, bool) {
 	if limit <= 0 || len(s) <= limit {
 		return s, false
 	}
@@ -152,7 +155,7 @@ func capTraceback(tb []string, limit int) ([]string, bool) {
 		return tb, false
 	}
 	if len(tb) == 1 {
-		s, _ := cutMiddle(tb[0], limit)
+		s, _ := CutMiddle(tb[0], limit)
 		return []string{s}, true
 	}
 	// Keep the last frame (the exception line) whole if it fits in half the
@@ -161,7 +164,7 @@ func capTraceback(tb []string, limit int) ([]string, bool) {
 	last := tb[len(tb)-1]
 	lastN := utf8.RuneCountInString(last)
 	if lastN > limit/2 {
-		last, _ = cutMiddle(last, limit/2)
+		last, _ = CutMiddle(last, limit/2)
 		lastN = limit / 2
 	}
 	budget := limit - lastN
@@ -172,7 +175,7 @@ func capTraceback(tb []string, limit int) ([]string, bool) {
 		n := utf8.RuneCountInString(tb[i])
 		if n > budget {
 			if i == 0 && budget > 0 {
-				f, _ := cutMiddle(tb[0], budget)
+				f, _ := CutMiddle(tb[0], budget)
 				head = append(head, f)
 				budget = 0
 				i++

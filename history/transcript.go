@@ -204,6 +204,11 @@ func cleanText(s string) string {
 	return s
 }
 
+// PlainText makes kernel text readable as plain text: valid UTF-8, no ANSI
+// escape codes, and carriage returns applied as a terminal shows them, so a
+// progress bar shows its final state rather than every frame.
+func PlainText(s string) string { return applyCR(cleanText(s)) }
+
 // applyCR renders carriage returns as a terminal shows them at the end:
 // \r\n is a newline, and within a line the text after the last \r replaces
 // what came before. A trailing \r (cursor sent home, nothing written yet)

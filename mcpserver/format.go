@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,45 +49,6 @@ type ErrorInfo struct {
 	Traceback string `json:"traceback"`
 }
 
-var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]`)
-
-// stripANSI removes terminal colour and control sequences.
-func stripANSI(s string) string {
-	if !strings.Contains(s, "\x1b") {
-		return s
-	}
-	return ansiRE.ReplaceAllString(s, "")
-}
-
-// applyCR renders carriage returns the way a terminal or notebook does:
-// within a line, text after the last \r replaces what came before, so a
-// progress bar shows its final state, not every frame.
-func applyCR(s string) string {
-	if !strings.Contains(s, "\r") {
-		return s
-	}
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if j := strings.LastIndexByte(l, '\r'); j >= 0 {
-			// A trailing \r (the cursor sent home, nothing written yet)
-			// keeps the frame before it.
-			if j == len(l)-1 {
-				l = l[:j]
-				j = strings.LastIndexByte(l, '\r')
-			}
-			lines[i] = l[j+1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// cleanText prepares kernel text for a reader: valid UTF-8, no ANSI codes,
-// carriage returns applied.
-func cleanText(s string) string {
-	return applyCR(stripANSI(strings.ToValidUTF8(s, "\uFFFD")))
-}
-
 // cellLineRE finds the line of the code's own frame in an IPython traceback:
 // "Cell In[3], line 2" (IPython ≥ 8.6) or "Cell In [3], line 2" (8.5), or an
 // older "<ipython-input-3-…> in <module>" followed by "----> 2".
@@ -125,21 +86,6 @@ func errorHeadline(e *ErrorInfo) string {
 	return fmt.Sprintf("%s%s: %s", e.EName, where, e.EValue)
 }
 
-// truncateMiddle cuts s to at most limit characters, keeping the start and
-// the end, and says how much was left out.
-func truncateMiddle(s string, limit int) (string, bool) {
-	n := utf8.RuneCountInString(s)
-	if limit <= 0 || n <= limit {
-		return s, false
-	}
-	omitted := n - limit
-	note := fmt.Sprintf("\n... [%d characters omitted] ...\n", omitted)
-	head := limit / 2
-	tail := limit - head
-	r := []rune(s)
-	return string(r[:head]) + note + string(r[n-tail:]), true
-}
-
 var imageTypes = []string{"image/png", "image/jpeg"}
 
 // render turns an execution's outputs into MCP content and the structured
@@ -158,7 +104,7 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 		for _, o := range res.Outputs {
 			switch o.Type {
 			case kernel.OutputStream:
-				t := cleanText(o.Text)
+				t := history.PlainText(o.Text)
 				if o.Name == "stderr" {
 					stderr.WriteString(t)
 				} else {
@@ -168,7 +114,7 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 				ensureNewline(&text)
 			case kernel.OutputExecuteResult, kernel.OutputDisplayData:
 				plain, _ := o.String("text/plain")
-				plain = cleanText(plain)
+				plain = history.PlainText(plain)
 				var img mcp.Content
 				for _, mt := range imageTypes {
 					if b64, ok := o.String(mt); ok {
@@ -203,15 +149,15 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 			}
 		}
 		if res.Error != nil {
-			tb := cleanText(strings.Join(res.Error.Traceback, "\n"))
-			out.Error = &ErrorInfo{EName: res.Error.EName, EValue: cleanText(res.Error.EValue), Traceback: tb}
+			tb := history.PlainText(strings.Join(res.Error.Traceback, "\n"))
+			out.Error = &ErrorInfo{EName: res.Error.EName, EValue: history.PlainText(res.Error.EValue), Traceback: tb}
 			out.Error.Line = errorLine(res.Error, tb)
 		}
 	}
 	var truncated [4]bool
-	out.Stdout, truncated[0] = truncateMiddle(stdout.String(), limit)
-	out.Stderr, truncated[1] = truncateMiddle(stderr.String(), limit)
-	out.Result, truncated[2] = truncateMiddle(out.Result, limit)
+	out.Stdout, truncated[0] = history.CutMiddle(stdout.String(), limit)
+	out.Stderr, truncated[1] = history.CutMiddle(stderr.String(), limit)
+	out.Result, truncated[2] = history.CutMiddle(out.Result, limit)
 
 	body := text.String()
 	var lead []string
@@ -227,11 +173,11 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 	// The limit applies to everything the result says in text.
 	for i, c := range content {
 		if tc, ok := c.(*mcp.TextContent); ok {
-			tc.Text, truncated[3] = truncateMiddle(tc.Text, limit)
+			tc.Text, truncated[3] = history.CutMiddle(tc.Text, limit)
 			content[i] = tc
 		}
 	}
-	body, t := truncateMiddle(body, limit)
+	body, t := history.CutMiddle(body, limit)
 	truncated[3] = truncated[3] || t
 	out.Truncated = slices.Contains(truncated[:], true)
 	if len(lead) > 0 {

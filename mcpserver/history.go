@@ -295,7 +295,7 @@ func (s *Server) getHistory(ctx context.Context, req *mcp.CallToolRequest, in Hi
 		return textResult(msg), out, nil
 	}
 	out.Transcript = history.Transcript(entries, first)
-	text, _ := truncateMiddle(out.Transcript, s.cfg.OutputLimit)
+	text, _ := history.CutMiddle(out.Transcript, s.cfg.OutputLimit)
 	out.Transcript = text
 	return textResult(text), out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -363,7 +364,7 @@ func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest) *p
 			}
 			n++
 			p.mu.Lock()
-			msg := cleanText(string(p.tail))
+			msg := history.PlainText(string(p.tail))
 			p.mu.Unlock()
 			if msg == "" {
 				msg = fmt.Sprintf("running for %d s", n)
@@ -623,7 +624,7 @@ _kmcp_il.invalidate_caches()
 			fmt.Sscan(v.Data["text/plain"], &out.ExitCode)
 		}
 	}
-	out.Output, _ = truncateMiddle(cleanText(streamText(res, "")), s.cfg.OutputLimit)
+	out.Output, _ = history.CutMiddle(history.PlainText(streamText(res, "")), s.cfg.OutputLimit)
 	if out.ExitCode != 0 {
 		r := textResult(fmt.Sprintf("pip install %s failed (exit code %d):\n%s", name, out.ExitCode, out.Output))
 		r.IsError = true
