@@ -69,6 +69,9 @@ func (s *Server) record(ss *Session, e history.Entry) {
 }
 
 func (s *Server) historyChanged(ss *Session) {
+	if s.subscriptions.Load() <= 0 {
+		return
+	}
 	s.mcp.ResourceUpdated(s.ctx, &mcp.ResourceUpdatedNotificationParams{URI: historyURI(ss.id)})
 }
 

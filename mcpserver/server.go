@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -76,6 +77,8 @@ type Server struct {
 	turns *turnstile
 	// ticketKey is this server's secret _meta key for ordering tickets.
 	ticketKey string
+	// subscriptions counts resource subscriptions, across all clients.
+	subscriptions atomic.Int64
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc
 
@@ -93,9 +96,16 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       cfg.Logger,
-		// The SDK tracks subscribers itself; ResourceUpdated reaches them.
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		// The SDK tracks subscribers itself; the count here only spares
+		// every run a notification pass (and a log line) when nobody listens.
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			s.subscriptions.Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error {
+			s.subscriptions.Add(-1)
+			return nil
+		},
 	})
 	s.addTools()
 	if err := s.restore(); err != nil {
