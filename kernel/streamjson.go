@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -78,10 +79,7 @@ func skipSpace(b []byte) []byte {
 func unquote(b []byte) (s, rest []byte, ok bool) {
 	var out []byte
 	for {
-		i := 0
-		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
-			i++
-		}
+		i := plainRun(b)
 		if i == len(b) || b[i] < 0x20 {
 			return nil, nil, false // unterminated, or a raw control character
 		}
@@ -178,4 +176,37 @@ func hex4(b []byte) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// plainRun returns the length of the run at the start of b that needs no
+// decoding: no quote, no backslash, no control character. Output text has
+// an escape about once a line, so the run is found with IndexByte (which
+// is vectorized) and then checked for control characters eight bytes at a
+// time.
+func plainRun(b []byte) int {
+	// The backslash first: it is near (one a line), while the closing
+	// quote may be the whole string away, and looking for it at every
+	// escape would make decoding quadratic.
+	end := len(b)
+	if e := bytes.IndexByte(b, '\\'); e >= 0 {
+		end = e
+	}
+	if q := bytes.IndexByte(b[:end], '"'); q >= 0 {
+		end = q
+	}
+	i := 0
+	for ; i+8 <= end; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		// Set the high bit of each byte below 0x20 (has-less-than trick);
+		// bytes of 0x80 and above are masked out by &^w.
+		if (w-0x2020202020202020)&^w&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for ; i < end; i++ {
+		if b[i] < 0x20 {
+			return i
+		}
+	}
+	return end
 }

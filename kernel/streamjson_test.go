@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -59,4 +60,24 @@ func FuzzDecodeStream(f *testing.F) {
 			t.Fatalf("text %q, encoding/json %q", text, tx)
 		}
 	})
+}
+
+// A raw control character anywhere in a long run is refused, whichever
+// eight-byte word it falls in; bytes of 0x80 and above are not mistaken for
+// one.
+func TestPlainRunControlCharacters(t *testing.T) {
+	base := []byte(`{"text": "` + strings.Repeat("é", 12) + strings.Repeat("x", 20) + `"}`)
+	if _, text, ok := decodeStream(base); !ok || text != strings.Repeat("é", 12)+strings.Repeat("x", 20) {
+		t.Fatalf("plain text refused: %q %v", text, ok)
+	}
+	start := len(`{"text": "`)
+	for i := start; i < len(base)-2; i++ {
+		for _, c := range []byte{0x00, 0x01, 0x1f} {
+			b := append([]byte(nil), base...)
+			b[i] = c
+			if _, _, ok := decodeStream(b); ok {
+				t.Fatalf("control byte %#x at %d accepted", c, i)
+			}
+		}
+	}
 }
