@@ -22,6 +22,7 @@ import (
 	"log"
 	"maps"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
-	fastjson "github.com/segmentio/encoding/json"
 )
 
 var discardLogger = log.New(io.Discard, "", 0)
@@ -62,6 +62,11 @@ type Options struct {
 	// StockIPyKernel turns off the start-up options this package gives
 	// ipykernel to cut its per-execute latency (see ipykernelArgs).
 	StockIPyKernel bool
+	// MemoryLimit, when > 0, caps the kernel process's address space
+	// (RLIMIT_AS) at that many bytes; the processes it starts inherit the
+	// cap. It is set right after the process starts. Linux only: elsewhere
+	// Start fails.
+	MemoryLimit int64
 }
 
 // ipykernelArgs tune ipykernel for a client that waits for both the
@@ -162,6 +167,9 @@ func (g *generation) dead() error {
 // or stays silent until StartTimeout gives an error with its last output.
 func Start(ctx context.Context, opts Options) (*Kernel, error) {
 	opts.setDefaults()
+	if opts.MemoryLimit > 0 && !memoryLimitSupported {
+		return nil, fmt.Errorf("kernel: a memory limit is only supported on Linux, not %s", runtime.GOOS)
+	}
 	k := &Kernel{opts: opts, session: uuid.NewString()}
 	g, err := k.launch(ctx)
 	if err != nil {
@@ -209,6 +217,11 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	fail := func(err error) (*generation, error) {
 		k.stopGeneration(g, 0)
 		return nil, err
+	}
+	if k.opts.MemoryLimit > 0 {
+		if err := setMemoryLimit(proc.pid, k.opts.MemoryLimit); err != nil {
+			return fail(fmt.Errorf("kernel: setting the memory limit of %d bytes on pid %d: %w", k.opts.MemoryLimit, proc.pid, err))
+		}
 	}
 
 	// Watch the process from the start, so a kernel that dies while we dial
@@ -470,6 +483,13 @@ type ExecuteOptions struct {
 	UserExpressions map[string]string
 	// StopOnError (default true) aborts queued executions after an error.
 	ContinueOnError bool
+	// MaxStreamBytes bounds the text kept of each stream output: the first
+	// and the last half of it, with a note of how much was left out
+	// between. MaxOutputs bounds the number of outputs kept; later ones
+	// (but errors) are counted and dropped. 0 means no limit. OnEvent sees
+	// everything either way.
+	MaxStreamBytes int
+	MaxOutputs     int
 }
 
 // Execute runs code and returns its outputs once the kernel has both sent
@@ -511,7 +531,7 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		return nil, err
 	}
 
-	col := collector{res: res, onEvent: opts.OnEvent}
+	col := newCollector(res, opts)
 	defer col.flush()
 	var (
 		replied, idle bool
@@ -568,111 +588,6 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		return res, res.Error
 	}
 	return res, nil
-}
-
-// collector applies iopub messages to a result the way a notebook applies
-// them to a cell's outputs.
-type collector struct {
-	res       *ExecuteResult
-	onEvent   func(Event)
-	clearNext bool // a clear_output(wait=True) is pending
-	// stream gathers the text of the last output while it is a stream, so
-	// that thousands of chunks are joined once, not copied at every chunk.
-	stream strings.Builder
-}
-
-// flush moves gathered stream text into the last output. Call it before the
-// outputs are read or changed.
-func (c *collector) flush() {
-	if c.stream.Len() == 0 {
-		return
-	}
-	outs := c.res.Outputs
-	outs[len(outs)-1].Text += c.stream.String()
-	c.stream.Reset()
-}
-
-func (c *collector) reply(content json.RawMessage) {
-	var r executeReply
-	if err := json.Unmarshal(content, &r); err != nil {
-		c.res.Status = "error"
-		c.res.Error = &ExecError{EName: "ProtocolError", EValue: "bad execute_reply: " + err.Error()}
-		return
-	}
-	c.res.Status = r.Status
-	c.res.ExecutionCount = r.ExecutionCount
-	c.res.UserExpressions = r.UserExpressions
-	c.res.Payload = r.Payload
-	if r.Status == "error" && c.res.Error == nil {
-		c.res.Error = &ExecError{EName: r.EName, EValue: r.EValue, Traceback: r.Traceback}
-	}
-}
-
-func (c *collector) iopub(msgType string, content json.RawMessage) {
-	var m iopubContent
-	if name, text, ok := decodeStream(content); ok && msgType == "stream" {
-		m.Name, m.Text = name, text
-	} else if err := fastjson.Unmarshal(content, &m); err != nil {
-		c.res.Rejected++
-		return
-	}
-	out := Output{
-		Name: m.Name, Text: m.Text, Data: m.Data, Metadata: m.Metadata,
-		ExecutionCount: m.ExecutionCount, DisplayID: m.Transient.DisplayID,
-		EName: m.EName, EValue: m.EValue, Traceback: m.Traceback,
-	}
-	switch msgType {
-	case "stream":
-		out.Type = OutputStream
-	case "execute_result":
-		out.Type = OutputExecuteResult
-	case "display_data":
-		out.Type = OutputDisplayData
-	case "update_display_data":
-		out.Type = OutputDisplayData
-	case "error":
-		out.Type = OutputError
-		c.res.Error = &ExecError{EName: m.EName, EValue: m.EValue, Traceback: m.Traceback}
-	case "clear_output":
-		if c.onEvent != nil {
-			c.onEvent(Event{Kind: msgType, Wait: m.Wait})
-		}
-		c.flush()
-		if m.Wait {
-			c.clearNext = true
-		} else {
-			c.res.Outputs = c.res.Outputs[:0]
-		}
-		return
-	default:
-		return // execute_input, comm messages and the like
-	}
-	if c.onEvent != nil {
-		c.onEvent(Event{Kind: msgType, Output: out})
-	}
-	if msgType == "update_display_data" {
-		// Updates replace earlier displays with the same id and are not
-		// outputs of their own.
-		c.flush()
-		for i := range c.res.Outputs {
-			if o := &c.res.Outputs[i]; o.DisplayID != "" && o.DisplayID == out.DisplayID {
-				o.Data, o.Metadata = out.Data, out.Metadata
-			}
-		}
-		return
-	}
-	if c.clearNext {
-		c.stream.Reset()
-		c.res.Outputs = c.res.Outputs[:0]
-		c.clearNext = false
-	}
-	outs := c.res.Outputs
-	if n := len(outs); out.Type == OutputStream && n > 0 && outs[n-1].Type == OutputStream && outs[n-1].Name == out.Name {
-		c.stream.WriteString(out.Text)
-		return
-	}
-	c.flush()
-	c.res.Outputs = append(outs, out)
 }
 
 // request sends one request and waits for the reply of replyType, decoding

@@ -81,6 +81,10 @@ type ExecuteResult struct {
 	// Rejected counts iopub messages for this execution whose content was
 	// not valid JSON; they are left out of Outputs.
 	Rejected int
+	// OmittedBytes and OmittedOutputs count what ExecuteOptions'
+	// MaxStreamBytes and MaxOutputs left out.
+	OmittedBytes   int
+	OmittedOutputs int
 }
 
 // ExecError is an exception raised by the code. Its Error() is the kernel's

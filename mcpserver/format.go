@@ -88,6 +88,9 @@ func errorHeadline(e *ErrorInfo) string {
 
 var imageTypes = []string{"image/png", "image/jpeg"}
 
+// maxInlineImage is the largest image put in a result as image content.
+const maxInlineImage = 5 << 20
+
 // render turns an execution's outputs into MCP content and the structured
 // result. Text content follows arrival order; each PNG or JPEG becomes an
 // image content. Output beyond limit characters is cut in the middle.
@@ -119,6 +122,10 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 				for _, mt := range imageTypes {
 					if b64, ok := o.String(mt); ok {
 						if data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64)); err == nil {
+							if len(data) > maxInlineImage {
+								plain = fmt.Sprintf("[%s of %.1f MB not shown: larger than the %d MB an image may have inline; save_notebook keeps it]", mt, float64(len(data))/1e6, maxInlineImage>>20)
+								break
+							}
 							img = &mcp.ImageContent{Data: data, MIMEType: mt}
 							break
 						}
@@ -147,6 +154,9 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 					ensureNewline(&text)
 				}
 			}
+		}
+		if res.OmittedOutputs > 0 {
+			fmt.Fprintf(&text, "[%d more outputs not kept]\n", res.OmittedOutputs)
 		}
 		if res.Error != nil {
 			tb := history.PlainText(strings.Join(res.Error.Traceback, "\n"))
@@ -179,7 +189,7 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 	}
 	body, t := history.CutMiddle(body, limit)
 	truncated[3] = truncated[3] || t
-	out.Truncated = slices.Contains(truncated[:], true)
+	out.Truncated = slices.Contains(truncated[:], true) || (res != nil && (res.OmittedBytes > 0 || res.OmittedOutputs > 0))
 	if len(lead) > 0 {
 		content = append([]mcp.Content{&mcp.TextContent{Text: strings.Join(lead, "\n")}}, content...)
 	}

@@ -17,6 +17,9 @@ import (
 const (
 	historyTextLimit = 200_000  // characters per text field
 	historyDataLimit = 10 << 20 // bytes per MIME value, e.g. a base64 PNG
+	// maxOutputs bounds the outputs one run keeps (its streams are bounded
+	// by bytes): 10,000 displays in a loop keep the first 500.
+	maxOutputs = 500
 )
 
 func historyURI(id string) string { return "session://" + id + "/history" }

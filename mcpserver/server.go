@@ -42,6 +42,17 @@ type Config struct {
 	InterruptGrace time.Duration
 	// StartTimeout bounds a kernel's start-up. Default 60 s.
 	StartTimeout time.Duration
+	// MemoryLimit, when > 0, caps each kernel's address space (RLIMIT_AS)
+	// at that many bytes. Linux only: elsewhere kernels fail to start.
+	MemoryLimit int64
+	// MaxSessions, when > 0, is the most sessions that may have a running
+	// kernel at once; starting one more kernel fails with an error naming
+	// them.
+	MaxSessions int
+	// IdleTimeout, when > 0, shuts down a session's kernel after it ran
+	// nothing for that long. The session and its history stay; the next run
+	// starts a fresh kernel.
+	IdleTimeout time.Duration
 	// StateDir is where histories are kept (in StateDir/sessions, one
 	// JSON-lines file per session); empty keeps them in memory only.
 	StateDir string
@@ -79,8 +90,14 @@ type Server struct {
 	ticketKey string
 	// subscriptions counts resource subscriptions, across all clients.
 	subscriptions atomic.Int64
-	ctx       context.Context // cancelled by Close
-	cancel    context.CancelFunc
+	ctx           context.Context // cancelled by Close
+	cancel        context.CancelFunc
+
+	// limitMu serializes the MaxSessions check with marking the session
+	// as starting, so two starts cannot both take the last place.
+	limitMu sync.Mutex
+	// idleStops counts idle-timer callbacks at work; Close waits for them.
+	idleStops sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -118,8 +135,8 @@ func New(cfg Config) (*Server, error) {
 // MCP returns the MCP server, to Run over a transport or serve over HTTP.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Close shuts down every session's kernel, in parallel, and waits for them.
-// Calls in flight fail; histories are kept.
+// Close shuts down every session's kernel, in parallel, and waits for them
+// and for the idle timers. Calls in flight fail; histories are kept.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -139,6 +156,7 @@ func (s *Server) Close() error {
 		wg.Go(func() { errs[i] = ss.stopKernel() })
 	}
 	wg.Wait()
+	s.idleStops.Wait()
 	return errors.Join(errs...)
 }
 

@@ -57,6 +57,9 @@ type Session struct {
 	hist     []history.Entry
 	store    *history.Store // nil when histories are kept in memory only
 	meta     history.Meta
+	idle     *time.Timer // stops an idle kernel (Config.IdleTimeout); nil when not armed
+	idleGen  int         // bumped whenever idle is stopped or re-armed
+	idled    bool        // the last kernel was stopped for being idle
 }
 
 // kernelInfo is what a session knows of its kernel once started.
@@ -116,16 +119,102 @@ func (s *Server) lookupOrCreate(id string) (*Session, error) {
 }
 
 // acquire takes the session's execution right, waiting for earlier calls.
+// The idle timer does not run while the right is held.
 func (ss *Session) acquire(ctx context.Context) error {
 	select {
 	case <-ss.run:
+		ss.mu.Lock()
+		ss.stopIdleTimer()
+		ss.mu.Unlock()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (ss *Session) release() { ss.run <- struct{}{} }
+// release gives the execution right back and, when a kernel runs, starts
+// its idle time.
+func (ss *Session) release() {
+	ss.run <- struct{}{}
+	ss.armIdleTimer()
+}
+
+// stopIdleTimer disarms the idle timer; a callback already under way sees
+// the new idleGen and does nothing. Call with ss.mu held.
+func (ss *Session) stopIdleTimer() {
+	if ss.idle != nil {
+		ss.idle.Stop()
+		ss.idle = nil
+	}
+	ss.idleGen++
+}
+
+// armIdleTimer (re)starts the idle timer if the server has an idle timeout
+// and a kernel runs. Close disarms every timer after cancelling srv.ctx, so
+// none is armed once the server is closing.
+func (ss *Session) armIdleTimer() {
+	d := ss.srv.cfg.IdleTimeout
+	if d <= 0 {
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.stopIdleTimer()
+	if ss.k == nil || ss.srv.ctx.Err() != nil {
+		return
+	}
+	gen := ss.idleGen
+	ss.idle = time.AfterFunc(d, func() { ss.idleExpired(gen) })
+}
+
+// idleExpired shuts down a kernel that ran nothing for the idle timeout.
+// The session and its history stay; its state reads "stopped" and the next
+// run starts a fresh kernel and says why.
+func (ss *Session) idleExpired(gen int) {
+	s := ss.srv
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.idleStops.Add(1)
+	s.mu.Unlock()
+	defer s.idleStops.Done()
+	select {
+	case <-ss.run:
+	default:
+		return // a call holds the session; its release re-arms the timer
+	}
+	ss.mu.Lock()
+	k := ss.k
+	if gen != ss.idleGen || k == nil {
+		ss.mu.Unlock()
+		ss.run <- struct{}{}
+		return
+	}
+	ss.idle = nil
+	ss.k = nil
+	ss.idled = true
+	ss.mu.Unlock()
+	err := k.Close()
+	ss.run <- struct{}{}
+	s.cfg.Logger.Info("stopped an idle kernel", "session", ss.id, "idle_timeout", s.cfg.IdleTimeout, "error", err)
+}
+
+// wasIdled reports whether the idle timeout stopped the last kernel.
+func (ss *Session) wasIdled() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.idled
+}
+
+// errIdleStopped is the "lost" kernel of a session whose kernel the idle
+// timeout stopped.
+type errIdleStopped struct{ after time.Duration }
+
+func (e *errIdleStopped) Error() string {
+	return fmt.Sprintf("the kernel was stopped after %v without running anything", e.after)
+}
 
 // state is one of starting, idle, busy, dead, stopped.
 func (ss *Session) state() string {
@@ -168,10 +257,21 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 			return k, nil, nil
 		}
 	}
+	// The limit check and marking this session as starting happen under
+	// limitMu, so two sessions cannot both take the last place.
+	ss.srv.limitMu.Lock()
+	if err := ss.srv.checkKernelLimit(ss); err != nil {
+		ss.srv.limitMu.Unlock()
+		return nil, nil, err
+	}
 	ss.mu.Lock()
 	lost = ss.died
+	if lost == nil && ss.idled {
+		lost = &errIdleStopped{after: ss.srv.cfg.IdleTimeout}
+	}
 	ss.starting = true
 	ss.mu.Unlock()
+	ss.srv.limitMu.Unlock()
 	defer func() {
 		ss.mu.Lock()
 		ss.starting = false
@@ -187,10 +287,65 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 		k.Close()
 		return nil, lost, errors.New("server is shutting down")
 	}
-	ss.k, ss.info, ss.died = k, info, nil
+	ss.k, ss.info, ss.died, ss.idled = k, info, nil, false
 	ss.gen++
 	ss.mu.Unlock()
 	return k, lost, nil
+}
+
+// checkKernelLimit fails when starting a kernel for self would run more
+// kernels than Config.MaxSessions allows. Call with s.limitMu held.
+func (s *Server) checkKernelLimit(self *Session) error {
+	if s.cfg.MaxSessions <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	all := make([]*Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	var running []string
+	for _, ss := range all {
+		if ss != self && ss.holdsKernel() {
+			running = append(running, ss.id)
+		}
+	}
+	if len(running) < s.cfg.MaxSessions {
+		return nil
+	}
+	slices.Sort(running)
+	plural := "s"
+	if s.cfg.MaxSessions == 1 {
+		plural = ""
+	}
+	msg := fmt.Sprintf("the server's limit of %d running kernel%s (max sessions) is reached; sessions with a kernel: %s. "+
+		"delete_session on one of them frees its kernel (interrupt_session only stops running code; the kernel stays), then retry",
+		s.cfg.MaxSessions, plural, strings.Join(running, ", "))
+	if s.cfg.IdleTimeout > 0 {
+		msg += fmt.Sprintf("; a kernel idle for %v is stopped on its own", s.cfg.IdleTimeout)
+	}
+	return errors.New(msg)
+}
+
+// holdsKernel reports whether the session has a kernel starting or running.
+func (ss *Session) holdsKernel() bool {
+	ss.mu.Lock()
+	k, starting := ss.k, ss.starting
+	ss.mu.Unlock()
+	if starting {
+		return true
+	}
+	if k == nil {
+		return false
+	}
+	done, _ := k.Dead()
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
 }
 
 // generation is the number of the kernel process now running.
@@ -212,11 +367,12 @@ func (ss *Session) markDead(k *kernel.Kernel, why error) {
 	k.Close()
 }
 
-// stopKernel shuts the kernel down, if one runs.
+// stopKernel shuts the kernel down, if one runs, and disarms the idle timer.
 func (ss *Session) stopKernel() error {
 	ss.mu.Lock()
 	k := ss.k
 	ss.k = nil
+	ss.stopIdleTimer()
 	ss.mu.Unlock()
 	if k == nil {
 		return nil
@@ -255,6 +411,7 @@ func (s *Server) startKernel(ctx context.Context, c kernelChoice) (*kernel.Kerne
 		Dir:            c.Cwd,
 		StartTimeout:   s.cfg.StartTimeout,
 		InterruptGrace: s.cfg.InterruptGrace,
+		MemoryLimit:    s.cfg.MemoryLimit,
 	}
 	k, err := kernel.Start(ctx, opts)
 	if err != nil {

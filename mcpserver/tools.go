@@ -261,7 +261,10 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 	}
 	gen := ss.generation()
 	var notes []string
-	if lost != nil {
+	var idled *errIdleStopped
+	if errors.As(lost, &idled) {
+		notes = append(notes, fmt.Sprintf("Note: this session's kernel had been stopped after being idle for %v (the server's idle timeout); this run uses a fresh kernel, so earlier variables are gone. History is kept.", idled.after))
+	} else if lost != nil {
 		notes = append(notes, fmt.Sprintf("Note: the previous kernel had died (%v); this run uses a fresh kernel, so earlier variables are gone. History is kept.", lost))
 	}
 
@@ -273,7 +276,11 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 	}
 	prog := s.startProgress(ctx, req)
 	start := time.Now()
-	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{OnEvent: prog.event})
+	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
+		OnEvent:        prog.event,
+		MaxStreamBytes: max(4*s.cfg.OutputLimit, 2*historyTextLimit),
+		MaxOutputs:     maxOutputs,
+	})
 	prog.stop()
 	end := time.Now()
 	out.ElapsedMS = end.Sub(start).Milliseconds()
@@ -692,6 +699,8 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	k := ss.k
 	ss.mu.Unlock()
 	switch {
+	case k == nil && info.State == "stopped" && ss.wasIdled():
+		note = "The kernel was stopped after being idle; the next run_code starts a fresh one (earlier variables are gone, history is kept)."
 	case k == nil:
 		note = "No kernel runs in this session yet; the next run_code starts one."
 	case info.State != "idle":

@@ -37,6 +37,12 @@ type config struct {
 	StateDir    string // "": in memory only
 	LogLevel    slog.Level
 
+	MemoryLimit    int64         // bytes of address space per kernel; 0: none
+	MaxSessions    int           // sessions with a running kernel; 0: unlimited
+	IdleTimeout    time.Duration // 0: never stop idle kernels
+	StartTimeout   time.Duration
+	InterruptGrace time.Duration
+
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
 	NoStateDir bool
@@ -72,6 +78,11 @@ var settings = []setting{
 	{"output-limit", "KERNEL_MCP_OUTPUT_LIMIT", "20000", "characters of output per result; longer output is cut in the middle"},
 	{"state-dir", "KERNEL_MCP_STATE_DIR", "", "directory where session histories are kept; 'none' keeps them in memory only"},
 	{"log-level", "KERNEL_MCP_LOG_LEVEL", "info", "log level on stderr: debug, info, warn or error"},
+	{"memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "0", "address-space limit (RLIMIT_AS) of each kernel in bytes, with an optional K, M or G suffix (2G, 512M); 0 means none; Linux only"},
+	{"max-sessions", "KERNEL_MCP_MAX_SESSIONS", "0", "most sessions with a running kernel at once; 0 means unlimited"},
+	{"idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "0", "seconds a kernel may run nothing before it is shut down (history kept); 0 means never"},
+	{"start-timeout", "KERNEL_MCP_START_TIMEOUT", "60", "seconds a kernel may take to start before it is given up"},
+	{"interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "5", "seconds an interrupted kernel gets to stop before it is restarted"},
 }
 
 func settingFor(flagName string) setting {
@@ -207,7 +218,94 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	default:
 		return config{}, invalid("log-level", get("log-level"), "want debug, info, warn or error")
 	}
+
+	if v := get("memory-limit"); v != "" {
+		n, err := parseBytes(v)
+		if err != nil {
+			return config{}, invalid("memory-limit", v, err.Error())
+		}
+		if n > 0 && goos != "linux" {
+			return config{}, invalid("memory-limit", v, "a memory limit is only supported on Linux (use 0 or leave it unset)")
+		}
+		cfg.MemoryLimit = n
+	}
+
+	if v := get("max-sessions"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return config{}, invalid("max-sessions", v, "want a non-negative integer (0 means unlimited)")
+		}
+		cfg.MaxSessions = n
+	}
+
+	if v := get("idle-timeout"); v != "" {
+		d, err := parseSeconds(v)
+		if err != nil {
+			return config{}, invalid("idle-timeout", v, err.Error())
+		}
+		cfg.IdleTimeout = d
+	}
+
+	cfg.StartTimeout = 60 * time.Second
+	if v := get("start-timeout"); v != "" {
+		d, err := parseSeconds(v)
+		if err == nil && d <= 0 {
+			err = errors.New("must be more than 0")
+		}
+		if err != nil {
+			return config{}, invalid("start-timeout", v, strings.TrimSuffix(err.Error(), " (0 means none)"))
+		}
+		cfg.StartTimeout = d
+	}
+
+	cfg.InterruptGrace = 5 * time.Second
+	if v := get("interrupt-grace"); v != "" {
+		d, err := parseSeconds(v)
+		if err == nil && d <= 0 {
+			err = errors.New("must be more than 0")
+		}
+		if err != nil {
+			return config{}, invalid("interrupt-grace", v, strings.TrimSuffix(err.Error(), " (0 means none)"))
+		}
+		cfg.InterruptGrace = d
+	}
 	return cfg, nil
+}
+
+// parseBytes parses a non-negative byte count with an optional binary
+// suffix: K, M, G or T (also KB, KiB, ..., any case). 1K is 1024 bytes.
+func parseBytes(v string) (int64, error) {
+	bad := errors.New("want bytes with an optional K, M or G suffix, such as 2G or 512M (0 means none)")
+	num := strings.TrimRight(v, "KMGTkmgtIiBb")
+	suffix := strings.ToUpper(strings.TrimSpace(v[len(num):]))
+	num = strings.TrimSpace(num)
+	shift := 0
+	switch strings.TrimSuffix(strings.TrimSuffix(suffix, "B"), "I") {
+	case "":
+		if suffix != "" && suffix != "B" {
+			return 0, bad
+		}
+	case "K":
+		shift = 10
+	case "M":
+		shift = 20
+	case "G":
+		shift = 30
+	case "T":
+		shift = 40
+	default:
+		return 0, bad
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange):
+		return 0, errors.New("too large")
+	case err != nil || n < 0:
+		return 0, bad
+	case n > math.MaxInt64>>shift:
+		return 0, errors.New("too large")
+	}
+	return n << shift, nil
 }
 
 // parseSeconds parses a non-negative number of seconds, fractions allowed.

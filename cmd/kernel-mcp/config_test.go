@@ -35,6 +35,9 @@ func defaults() config {
 		OutputLimit: 20000,
 		StateDir:    "/home/u/.local/state/kernel-mcp",
 		LogLevel:    slog.LevelInfo,
+
+		StartTimeout:   60 * time.Second,
+		InterruptGrace: 5 * time.Second,
 	}
 }
 
@@ -105,6 +108,30 @@ func TestParseConfig(t *testing.T) {
 		{name: "timeout fraction", args: []string{"--timeout", ".25"}, want: func(c *config) { c.Timeout = 250 * time.Millisecond }},
 		{name: "port max", args: []string{"--port", "65535"}, want: func(c *config) { c.Port = 65535 }},
 		{name: "log level warning", env: map[string]string{"KERNEL_MCP_LOG_LEVEL": "warning"}, want: func(c *config) { c.LogLevel = slog.LevelWarn }},
+		{
+			name: "limits env",
+			env: map[string]string{
+				"KERNEL_MCP_MEMORY_LIMIT": "2G", "KERNEL_MCP_MAX_SESSIONS": "3", "KERNEL_MCP_IDLE_TIMEOUT": "1.5",
+				"KERNEL_MCP_START_TIMEOUT": "10", "KERNEL_MCP_INTERRUPT_GRACE": "0.5",
+			},
+			want: func(c *config) {
+				c.MemoryLimit, c.MaxSessions, c.IdleTimeout = 2<<30, 3, 1500*time.Millisecond
+				c.StartTimeout, c.InterruptGrace = 10*time.Second, 500*time.Millisecond
+			},
+		},
+		{
+			name: "limits flags override env",
+			args: []string{"--memory-limit", "512M", "--max-sessions", "0", "--idle-timeout", "0", "--start-timeout", "2", "--interrupt-grace", "1"},
+			env:  map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "2G", "KERNEL_MCP_MAX_SESSIONS": "3", "KERNEL_MCP_IDLE_TIMEOUT": "60"},
+			want: func(c *config) { c.MemoryLimit, c.StartTimeout, c.InterruptGrace = 512<<20, 2*time.Second, time.Second },
+		},
+		{name: "memory limit bytes", args: []string{"--memory-limit", "1000000"}, want: func(c *config) { c.MemoryLimit = 1000000 }},
+		{name: "memory limit lower case", args: []string{"--memory-limit", "64k"}, want: func(c *config) { c.MemoryLimit = 64 << 10 }},
+		{name: "memory limit GiB", args: []string{"--memory-limit", "1GiB"}, want: func(c *config) { c.MemoryLimit = 1 << 30 }},
+		{name: "memory limit GB", args: []string{"--memory-limit", "4GB"}, want: func(c *config) { c.MemoryLimit = 4 << 30 }},
+		{name: "memory limit zero", env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "0"}, want: func(*config) {}},
+		{name: "memory limit empty flag", args: []string{"--memory-limit="}, env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "1G"}, want: func(*config) {}},
+		{name: "idle timeout fraction", args: []string{"--idle-timeout", ".5"}, want: func(c *config) { c.IdleTimeout = 500 * time.Millisecond }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +173,20 @@ func TestParseConfigInvalid(t *testing.T) {
 		{name: "output limit negative", args: []string{"--output-limit", "-5"}, want: []string{"--output-limit", "KERNEL_MCP_OUTPUT_LIMIT"}},
 		{name: "output limit non-numeric", args: []string{"--output-limit", "lots"}, want: []string{"--output-limit", "KERNEL_MCP_OUTPUT_LIMIT"}},
 		{name: "log level", env: map[string]string{"KERNEL_MCP_LOG_LEVEL": "verbose"}, want: []string{"--log-level", "KERNEL_MCP_LOG_LEVEL"}},
+		{name: "memory limit unit", args: []string{"--memory-limit", "2X"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "suffix"}},
+		{name: "memory limit fraction", args: []string{"--memory-limit", "1.5G"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
+		{name: "memory limit negative", env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "-1"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
+		{name: "memory limit suffix only", args: []string{"--memory-limit", "G"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
+		{name: "memory limit double suffix", args: []string{"--memory-limit", "1KM"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
+		{name: "memory limit overflow", args: []string{"--memory-limit", "9000000000G"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "too large"}},
+		{name: "max sessions negative", args: []string{"--max-sessions", "-1"}, want: []string{"--max-sessions", "KERNEL_MCP_MAX_SESSIONS"}},
+		{name: "max sessions non-numeric", env: map[string]string{"KERNEL_MCP_MAX_SESSIONS": "many"}, want: []string{"--max-sessions", "KERNEL_MCP_MAX_SESSIONS"}},
+		{name: "idle timeout negative", args: []string{"--idle-timeout", "-5"}, want: []string{"--idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "negative"}},
+		{name: "idle timeout unit", env: map[string]string{"KERNEL_MCP_IDLE_TIMEOUT": "5m"}, want: []string{"--idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT"}},
+		{name: "start timeout zero", args: []string{"--start-timeout", "0"}, want: []string{"--start-timeout", "KERNEL_MCP_START_TIMEOUT", "more than 0"}},
+		{name: "start timeout non-numeric", env: map[string]string{"KERNEL_MCP_START_TIMEOUT": "soon"}, want: []string{"--start-timeout", "KERNEL_MCP_START_TIMEOUT"}},
+		{name: "interrupt grace zero", env: map[string]string{"KERNEL_MCP_INTERRUPT_GRACE": "0"}, want: []string{"--interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "more than 0"}},
+		{name: "interrupt grace negative", args: []string{"--interrupt-grace", "-1"}, want: []string{"--interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE"}},
 		{name: "unknown flag", args: []string{"--bogus"}, want: []string{"bogus", "--help"}},
 		{name: "missing value", args: []string{"--port"}, want: []string{"port"}},
 		{name: "positional", args: []string{"serve"}, want: []string{"unexpected argument", "serve"}},
@@ -167,6 +208,20 @@ func TestParseConfigInvalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A memory limit is refused where kernels could not get one, at start-up
+// rather than at every kernel start; 0 is fine everywhere.
+func TestMemoryLimitLinuxOnly(t *testing.T) {
+	for _, goos := range []string{"darwin", "windows", "freebsd"} {
+		_, err := parseConfigFor(goos, []string{"--memory-limit", "1G"}, env(base))
+		if err == nil || !strings.Contains(err.Error(), "only supported on Linux") || !strings.Contains(err.Error(), "KERNEL_MCP_MEMORY_LIMIT") {
+			t.Errorf("%s: err = %v, want a Linux-only error", goos, err)
+		}
+		if _, err := parseConfigFor(goos, []string{"--memory-limit", "0"}, env(base)); err != nil {
+			t.Errorf("%s: --memory-limit 0: %v", goos, err)
+		}
 	}
 }
 
@@ -205,7 +260,7 @@ func TestUsageListsEveryFlagAndEnv(t *testing.T) {
 		}
 	}
 	for _, w := range []string{"--version", "--help", "(default stdio)", "(default 127.0.0.1)", "(default 8000)",
-		"(default 20000)", "(default info)", "(default 0)", "/home/u/.local/state/kernel-mcp"} {
+		"(default 20000)", "(default info)", "(default 0)", "(default 60)", "(default 5)", "/home/u/.local/state/kernel-mcp"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("usage lacks %q", w)
 		}

@@ -95,20 +95,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	srv, err := mcpserver.New(mcpserver.Config{
-		Python:      cfg.Python,
-		Kernel:      cfg.Kernel,
-		Timeout:     cfg.Timeout,
-		OutputLimit: cfg.OutputLimit,
-		StateDir:    cfg.StateDir,
-		Version:     versionString(),
-		Logger:      logger,
+		Python:         cfg.Python,
+		Kernel:         cfg.Kernel,
+		Timeout:        cfg.Timeout,
+		OutputLimit:    cfg.OutputLimit,
+		InterruptGrace: cfg.InterruptGrace,
+		StartTimeout:   cfg.StartTimeout,
+		MemoryLimit:    cfg.MemoryLimit,
+		MaxSessions:    cfg.MaxSessions,
+		IdleTimeout:    cfg.IdleTimeout,
+		StateDir:       cfg.StateDir,
+		Version:        versionString(),
+		Logger:         logger,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitError
 	}
 	logger.Info("kernel-mcp starting", "version", versionString(), "transport", cfg.Transport,
-		"state_dir", cfg.StateDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout)
+		"state_dir", cfg.StateDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout,
+		"memory_limit", cfg.MemoryLimit, "max_sessions", cfg.MaxSessions, "idle_timeout", cfg.IdleTimeout,
+		"start_timeout", cfg.StartTimeout, "interrupt_grace", cfg.InterruptGrace)
 
 	if cfg.isHTTP() {
 		err = serveHTTPTransport(ctx, cfg, srv, ln, stderr, logger)

@@ -1,0 +1,214 @@
+package kernel
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	fastjson "github.com/segmentio/encoding/json"
+)
+
+// collector applies iopub messages to a result the way a notebook applies
+// them to a cell's outputs: consecutive stream text of one name merges,
+// clear_output and update_display_data take effect. With limits set it
+// keeps memory bounded whatever the code prints: the start and the end of
+// each stream, and the first outputs.
+type collector struct {
+	res       *ExecuteResult
+	onEvent   func(Event)
+	clearNext bool // a clear_output(wait=True) is pending
+
+	// stream holds the text of the last output while it is a stream, so
+	// that thousands of chunks are joined once, not copied at every chunk.
+	stream     streamText
+	maxOutputs int // 0: no limit
+}
+
+func newCollector(res *ExecuteResult, opts ExecuteOptions) *collector {
+	return &collector{res: res, onEvent: opts.OnEvent, stream: streamText{half: opts.MaxStreamBytes / 2}, maxOutputs: opts.MaxOutputs}
+}
+
+// flush moves gathered stream text into the last output. Call it before the
+// outputs are read or changed.
+func (c *collector) flush() {
+	if !c.stream.active {
+		return
+	}
+	outs := c.res.Outputs
+	text, omitted := c.stream.finish()
+	outs[len(outs)-1].Text = text
+	if omitted > 0 {
+		c.res.OmittedBytes += omitted
+	}
+}
+
+func (c *collector) reply(content json.RawMessage) {
+	var r executeReply
+	if err := json.Unmarshal(content, &r); err != nil {
+		c.res.Status = "error"
+		c.res.Error = &ExecError{EName: "ProtocolError", EValue: "bad execute_reply: " + err.Error()}
+		return
+	}
+	c.res.Status = r.Status
+	c.res.ExecutionCount = r.ExecutionCount
+	c.res.UserExpressions = r.UserExpressions
+	c.res.Payload = r.Payload
+	if r.Status == "error" && c.res.Error == nil {
+		c.res.Error = &ExecError{EName: r.EName, EValue: r.EValue, Traceback: r.Traceback}
+	}
+}
+
+func (c *collector) iopub(msgType string, content json.RawMessage) {
+	var m iopubContent
+	if name, text, ok := decodeStream(content); ok && msgType == "stream" {
+		m.Name, m.Text = name, text
+	} else if err := fastjson.Unmarshal(content, &m); err != nil {
+		c.res.Rejected++
+		return
+	}
+	out := Output{
+		Name: m.Name, Text: m.Text, Data: m.Data, Metadata: m.Metadata,
+		ExecutionCount: m.ExecutionCount, DisplayID: m.Transient.DisplayID,
+		EName: m.EName, EValue: m.EValue, Traceback: m.Traceback,
+	}
+	switch msgType {
+	case "stream":
+		out.Type = OutputStream
+	case "execute_result":
+		out.Type = OutputExecuteResult
+	case "display_data":
+		out.Type = OutputDisplayData
+	case "update_display_data":
+		out.Type = OutputDisplayData
+	case "error":
+		out.Type = OutputError
+		c.res.Error = &ExecError{EName: m.EName, EValue: m.EValue, Traceback: m.Traceback}
+	case "clear_output":
+		if c.onEvent != nil {
+			c.onEvent(Event{Kind: msgType, Wait: m.Wait})
+		}
+		c.flush()
+		if m.Wait {
+			c.clearNext = true
+		} else {
+			c.clear()
+		}
+		return
+	default:
+		return // execute_input, comm messages and the like
+	}
+	if c.onEvent != nil {
+		c.onEvent(Event{Kind: msgType, Output: out})
+	}
+	if msgType == "update_display_data" {
+		// Updates replace earlier displays with the same id and are not
+		// outputs of their own.
+		c.flush()
+		for i := range c.res.Outputs {
+			if o := &c.res.Outputs[i]; o.DisplayID != "" && o.DisplayID == out.DisplayID {
+				o.Data, o.Metadata = out.Data, out.Metadata
+			}
+		}
+		return
+	}
+	if c.clearNext {
+		c.stream.reset()
+		c.clear()
+		c.clearNext = false
+	}
+	outs := c.res.Outputs
+	if n := len(outs); out.Type == OutputStream && n > 0 && outs[n-1].Type == OutputStream && outs[n-1].Name == out.Name {
+		c.stream.write(out.Text)
+		return
+	}
+	c.flush()
+	// Errors always stay: they say why the run ended.
+	if c.maxOutputs > 0 && len(outs) >= c.maxOutputs && out.Type != OutputError {
+		c.res.OmittedOutputs++
+		return
+	}
+	if out.Type == OutputStream {
+		c.stream.start(out.Text)
+		out.Text = ""
+	}
+	c.res.Outputs = append(outs, out)
+}
+
+// clear empties the outputs, as clear_output does.
+func (c *collector) clear() {
+	c.res.Outputs = c.res.Outputs[:0]
+	c.res.OmittedOutputs = 0
+}
+
+// streamText accumulates one stream output. Without a limit it keeps
+// everything; with one (half > 0) it keeps the first half bytes and the
+// last half bytes, and counts what fell between them.
+type streamText struct {
+	active  bool
+	half    int
+	head    []byte
+	tail    []byte // the newest bytes; at most 2*half before compaction
+	omitted int
+}
+
+func (t *streamText) start(s string) {
+	t.reset()
+	t.active = true
+	t.write(s)
+}
+
+func (t *streamText) reset() {
+	*t = streamText{half: t.half, head: t.head[:0], tail: t.tail[:0]}
+}
+
+func (t *streamText) write(s string) {
+	if t.half <= 0 {
+		t.head = append(t.head, s...)
+		return
+	}
+	if room := t.half - len(t.head); room > 0 {
+		n := min(room, len(s))
+		t.head = append(t.head, s[:n]...)
+		s = s[n:]
+	}
+	if len(s) == 0 {
+		return
+	}
+	if len(s) >= t.half {
+		// The new text alone fills the tail: everything before its last
+		// half bytes is omitted, without copying it.
+		t.omitted += len(t.tail) + len(s) - t.half
+		t.tail = append(t.tail[:0], s[len(s)-t.half:]...)
+		return
+	}
+	t.tail = append(t.tail, s...)
+	if len(t.tail) > 2*t.half {
+		drop := len(t.tail) - t.half
+		t.omitted += drop
+		t.tail = append(t.tail[:0], t.tail[drop:]...)
+	}
+}
+
+// finish returns the text, with a note where bytes were left out, and how
+// many were; the cut edges are moved to whole UTF-8 characters.
+func (t *streamText) finish() (string, int) {
+	defer t.reset()
+	if t.omitted == 0 {
+		return string(t.head) + string(t.tail), 0
+	}
+	head, tail, omitted := t.head, t.tail, t.omitted
+	if len(head) > 0 {
+		// Drop a character the cut left incomplete at the end of head.
+		i := len(head) - 1
+		for i > 0 && !utf8.RuneStart(head[i]) {
+			i--
+		}
+		if !utf8.FullRune(head[i:]) {
+			head, omitted = head[:i], omitted+len(head)-i
+		}
+	}
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail, omitted = tail[1:], omitted+1
+	}
+	return fmt.Sprintf("%s\n... [%d bytes of output omitted] ...\n%s", head, omitted, tail), omitted
+}
