@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.isHTTP() {
 		err = serveHTTPTransport(ctx, cfg, srv, ln, stderr, logger)
 	} else {
-		err = serveStdio(ctx, srv, &mcp.StdioTransport{}, logger)
+		err = serveStdio(ctx, srv, mcpserver.StdioTransport(), logger)
 	}
 	if cerr := srv.Close(); cerr != nil {
 		logger.Warn("shutting kernels down", "error", cerr)
