@@ -539,8 +539,22 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		grace         <-chan time.Time
 		ctxErr        error
 	)
+	// noReply fires when the kernel reported idle but sent no reply: an
+	// interrupt that lands while ipykernel is already handling one makes it
+	// drop the reply, and waiting for it would wait forever.
+	var noReply <-chan time.Time
 	for !(replied && idle) {
+		if idle && !replied && noReply == nil {
+			t := time.NewTimer(noReplyWait)
+			defer t.Stop()
+			noReply = t.C
+		}
 		select {
+		case <-noReply:
+			if ctxErr != nil {
+				return res, errors.Join(ctxErr, ErrNoReply)
+			}
+			return res, ErrNoReply
 		case <-box.notify:
 			for _, r := range box.take() {
 				switch {
@@ -700,7 +714,9 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 // Restart replaces the kernel process with a fresh one (new ports, new
 // sockets, empty namespace). Calls in flight on the old process return an
 // error matching ErrKernelDied. State reports "starting" meanwhile.
-func (k *Kernel) Restart(ctx context.Context) error {
+func (k *Kernel) Restart(ctx context.Context) error { return k.restart(ctx, false) }
+
+func (k *Kernel) restart(ctx context.Context, force bool) error {
 	k.restartMu.Lock()
 	defer k.restartMu.Unlock()
 	k.mu.Lock()
@@ -721,7 +737,11 @@ func (k *Kernel) Restart(ctx context.Context) error {
 		k.mu.Unlock()
 	}()
 
-	k.stopGeneration(old, k.opts.ShutdownWait)
+	if force {
+		k.killGeneration(old)
+	} else {
+		k.stopGeneration(old, k.opts.ShutdownWait)
+	}
 	g, err := k.launch(ctx)
 	if err != nil {
 		return err
@@ -731,6 +751,11 @@ func (k *Kernel) Restart(ctx context.Context) error {
 	k.mu.Unlock()
 	return nil
 }
+
+// ForceRestart is Restart for a kernel that is stuck: it ignored an
+// interrupt, so it would ignore a shutdown_request too. The old process is
+// killed at once rather than asked to stop.
+func (k *Kernel) ForceRestart(ctx context.Context) error { return k.restart(ctx, true) }
 
 // Close shuts the kernel down: a shutdown_request, then SIGTERM after
 // ShutdownWait, then SIGKILL after TermWait. It removes the connection file
@@ -786,6 +811,15 @@ func (k *Kernel) stopGeneration(g *generation, wait time.Duration) {
 		<-g.router.done
 	}
 	g.dir.Remove()
+}
+
+// killGeneration ends a generation with SIGKILL, without asking.
+func (k *Kernel) killGeneration(g *generation) {
+	if p := g.proc; p != nil {
+		p.kill()
+		p.waitExit(30 * time.Second)
+	}
+	k.stopGeneration(g, 0)
 }
 
 // Env returns a copy of the extra environment the kernel was started with.

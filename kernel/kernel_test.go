@@ -609,3 +609,49 @@ func TestStartCloseCycles(t *testing.T) {
 	}
 	goleak.VerifyNone(t)
 }
+
+// TestInterruptStormNeverHangs sends interrupts in quick succession. A
+// second SIGINT landing while ipykernel handles the first can make it drop
+// the execute_reply, or even exit (seen here: exit status 0). Execute must
+// return whichever happens — the interrupt's error, ErrNoReply, or a
+// death — and never wait forever. (kernel-mcp's interrupt_session sends
+// at most one interrupt a second per run for this reason.)
+func TestInterruptStormNeverHangs(t *testing.T) {
+	t.Parallel()
+	k := startKernel(t, Options{})
+	for round := range 5 {
+		opts, started := startedSignal()
+		done := executeAsync(testCtx(t, 60*time.Second), k, "import time\ndef wait():\n    print('started', flush=True)\n    for _ in range(600):\n        time.sleep(0.05)\nwait()", opts)
+		await(t, started, "the code to start")
+		for range 10 {
+			k.Interrupt(testCtx(t, 10*time.Second))
+		}
+		r := await(t, done, "the stormed execution")
+		var ee *ExecError
+		switch {
+		case errors.Is(r.err, ErrNoReply):
+		case errors.As(r.err, &ee) && ee.EName == "KeyboardInterrupt":
+		case errors.Is(r.err, ErrKernelDied):
+			if err := k.Restart(testCtx(t, 60*time.Second)); err != nil {
+				t.Fatalf("round %d: restart after the storm killed the kernel: %v", round, err)
+			}
+		default:
+			t.Fatalf("round %d: err %v", round, r.err)
+		}
+		// After a storm IPython may also print a note about its history
+		// database; the result is what matters.
+		res := mustExecute(t, k, "1 + 1")
+		if v, _ := lastResult(res); v != "2" {
+			t.Fatalf("round %d: kernel unusable after the storm: %q", round, describeAll(res.Outputs))
+		}
+	}
+}
+
+func lastResult(res *ExecuteResult) (string, bool) {
+	for i := len(res.Outputs) - 1; i >= 0; i-- {
+		if res.Outputs[i].Type == OutputExecuteResult {
+			return res.Outputs[i].String("text/plain")
+		}
+	}
+	return "", false
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeStream is the fast path for the iopub message that carries almost
@@ -27,7 +28,7 @@ func decodeStream(b []byte) (name, text string, ok bool) {
 		if len(b) == 0 || b[0] != '"' {
 			return "", "", false
 		}
-		key, rest, good := unquote(b[1:])
+		key, rest, _, good := unquote(b[1:])
 		if !good {
 			return "", "", false
 		}
@@ -39,7 +40,7 @@ func decodeStream(b []byte) (name, text string, ok bool) {
 		if len(b) == 0 || b[0] != '"' {
 			return "", "", false // a non-string value: not a plain stream message
 		}
-		val, rest, good := unquote(b[1:])
+		val, rest, owned, good := unquote(b[1:])
 		if !good {
 			return "", "", false
 		}
@@ -47,7 +48,14 @@ func decodeStream(b []byte) (name, text string, ok bool) {
 		case "name":
 			name = string(val)
 		case "text":
-			text = string(val)
+			if owned {
+				// val is a buffer unquote made and nobody else holds or
+				// changes: the string can share it, saving a copy of what
+				// may be megabytes of output.
+				text = unsafe.String(unsafe.SliceData(val), len(val))
+			} else {
+				text = string(val)
+			}
 		}
 		b = skipSpace(rest)
 		if len(b) == 0 {
@@ -75,21 +83,22 @@ func skipSpace(b []byte) []byte {
 }
 
 // unquote decodes a JSON string whose opening quote was consumed, returning
-// it and what follows the closing quote.
-func unquote(b []byte) (s, rest []byte, ok bool) {
+// it and what follows the closing quote. owned reports that s is a new
+// buffer rather than a part of b.
+func unquote(b []byte) (s, rest []byte, owned, ok bool) {
 	var out []byte
 	for {
 		i := plainRun(b)
 		if i == len(b) || b[i] < 0x20 {
-			return nil, nil, false // unterminated, or a raw control character
+			return nil, nil, false, false // unterminated, or a raw control character
 		}
 		if b[i] == '"' && out == nil {
 			// No escapes at all: the common case for keys.
 			s = b[:i]
 			if !utf8.Valid(s) {
-				return nil, nil, false
+				return nil, nil, false, false
 			}
-			return s, b[i+1:], true
+			return s, b[i+1:], false, true
 		}
 		if out == nil {
 			out = make([]byte, 0, len(b))
@@ -97,12 +106,12 @@ func unquote(b []byte) (s, rest []byte, ok bool) {
 		out = append(out, b[:i]...)
 		if b[i] == '"' {
 			if !utf8.Valid(out) {
-				return nil, nil, false
+				return nil, nil, false, false
 			}
-			return out, b[i+1:], true
+			return out, b[i+1:], true, true
 		}
 		if i+1 >= len(b) {
-			return nil, nil, false
+			return nil, nil, false, false
 		}
 		switch c := b[i+1]; c {
 		case '"', '\\', '/':
@@ -120,13 +129,13 @@ func unquote(b []byte) (s, rest []byte, ok bool) {
 		case 'u':
 			r, n := unicodeEscape(b[i:])
 			if n == 0 {
-				return nil, nil, false
+				return nil, nil, false, false
 			}
 			out = utf8.AppendRune(out, r)
 			b = b[i+n:]
 			continue
 		default:
-			return nil, nil, false
+			return nil, nil, false, false
 		}
 		b = b[i+2:]
 	}

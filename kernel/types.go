@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Output is one output of an execution, in nbformat's vocabulary: a stream,
@@ -105,6 +106,17 @@ var ErrKernelDied = errors.New("kernel died")
 // was interrupted but did not finish the execution within the grace period.
 // The kernel is still busy; the caller decides whether to restart it.
 var ErrInterruptIgnored = errors.New("kernel: interrupt ignored")
+
+// ErrNoReply is returned when the kernel reported idle for an execution
+// but sent no execute_reply within noReplyWait. ipykernel does that when an
+// interrupt arrives while it is handling another; the code is not running
+// any more and the namespace is intact.
+var ErrNoReply = errors.New("kernel: idle without an execute_reply")
+
+// noReplyWait is how long Execute waits for a reply once idle arrived.
+// ipykernel sends the reply before idle, so this only has to cover the
+// reply travelling on another socket.
+const noReplyWait = 2 * time.Second
 
 // ErrNotOwned is returned by Restart on a kernel that was attached to rather
 // than started, since the process belongs to someone else.

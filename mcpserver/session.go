@@ -53,13 +53,15 @@ type Session struct {
 	starting bool
 	info     kernelInfo
 	died     error // how the last kernel died, until a new one starts
-	gen      int   // kernel processes started so far: history.Entry.Generation
-	hist     []history.Entry
-	store    *history.Store // nil when histories are kept in memory only
-	meta     history.Meta
-	idle     *time.Timer // stops an idle kernel (Config.IdleTimeout); nil when not armed
-	idleGen  int         // bumped whenever idle is stopped or re-armed
-	idled    bool        // the last kernel was stopped for being idle
+	// lastInterrupt is when interrupt_session last sent an interrupt.
+	lastInterrupt time.Time
+	gen           int // kernel processes started so far: history.Entry.Generation
+	hist          []history.Entry
+	store         *history.Store // nil when histories are kept in memory only
+	meta          history.Meta
+	idle          *time.Timer // stops an idle kernel (Config.IdleTimeout); nil when not armed
+	idleGen       int         // bumped whenever idle is stopped or re-armed
+	idled         bool        // the last kernel was stopped for being idle
 }
 
 // kernelInfo is what a session knows of its kernel once started.
@@ -382,12 +384,22 @@ func (ss *Session) stopKernel() error {
 
 // restart gives the session a fresh kernel process, starting one if none
 // runs.
-func (ss *Session) restart(ctx context.Context) error {
+func (ss *Session) restart(ctx context.Context) error { return ss.restartKernel(ctx, false) }
+
+// forceRestart is restart for a kernel that ignored an interrupt: the old
+// process is killed at once instead of being asked to shut down.
+func (ss *Session) forceRestart(ctx context.Context) error { return ss.restartKernel(ctx, true) }
+
+func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 	ss.mu.Lock()
 	k := ss.k
 	ss.mu.Unlock()
 	if k != nil {
-		if err := k.Restart(ctx); err == nil {
+		restart := k.Restart
+		if force {
+			restart = k.ForceRestart
+		}
+		if err := restart(ctx); err == nil {
 			ss.mu.Lock()
 			ss.died = nil
 			ss.gen++

@@ -275,6 +275,9 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 		defer cancel()
 	}
 	prog := s.startProgress(ctx, req)
+	ss.mu.Lock()
+	ss.lastInterrupt = time.Time{} // the debounce is per run
+	ss.mu.Unlock()
 	start := time.Now()
 	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
 		OnEvent:        prog.event,
@@ -301,9 +304,16 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 		if res.Error == nil {
 			res.Error = &kernel.ExecError{EName: "KernelDied", EValue: err.Error()}
 		}
+	case errors.Is(err, kernel.ErrNoReply):
+		out.Status = "interrupted"
+		if ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+			out.Status = "timeout"
+		}
+		notes = append(notes, "The kernel ended this run without a reply (an interrupt arrived while it was handling another). The namespace was kept.")
+		res.Error = nil
 	case errors.Is(err, kernel.ErrInterruptIgnored):
 		out.Status = statusFor(runCtx, ctx)
-		rerr := ss.restart(context.WithoutCancel(ctx))
+		rerr := ss.forceRestart(context.WithoutCancel(ctx))
 		msg := fmt.Sprintf("The kernel ignored the interrupt for %v, so it was restarted: all variables were lost (history is kept).", s.cfg.InterruptGrace)
 		if rerr != nil {
 			msg = fmt.Sprintf("The kernel ignored the interrupt for %v and could not be restarted (%v); the next call starts a fresh kernel. All variables were lost (history is kept).", s.cfg.InterruptGrace, rerr)
@@ -510,14 +520,28 @@ func (s *Server) interruptSession(ctx context.Context, req *mcp.CallToolRequest,
 	if k == nil {
 		return textResult("Nothing to interrupt: session " + id + " has no running kernel."), MessageOutput{SessionID: id, Message: "no kernel running"}, nil
 	}
-	busy := k.State() == "busy"
+	// A run is in progress while its call holds the execution right.
+	if len(ss.run) > 0 && k.State() != "busy" {
+		msg := "Nothing is running in session " + id + "; no interrupt was sent."
+		return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
+	}
+	// One interrupt per second at most: a second SIGINT landing while
+	// ipykernel handles the first makes it drop the run's reply.
+	ss.mu.Lock()
+	since := time.Since(ss.lastInterrupt)
+	recent := since < interruptDebounce
+	if !recent {
+		ss.lastInterrupt = time.Now()
+	}
+	ss.mu.Unlock()
+	if recent {
+		msg := fmt.Sprintf("An interrupt was sent %d ms ago; the run is stopping. The namespace is kept.", since.Milliseconds())
+		return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
+	}
 	if err := k.Interrupt(ctx); err != nil {
 		return errResult[MessageOutput]("session %q: interrupt failed: %v", id, err)
 	}
 	msg := "Interrupt sent; the namespace is kept."
-	if !busy {
-		msg = "Interrupt sent, but the session was idle; the namespace is kept."
-	}
 	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
 }
 
@@ -572,6 +596,9 @@ func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in
 	msg := fmt.Sprintf("Session %q deleted.", ss.id)
 	return textResult(msg), MessageOutput{SessionID: ss.id, Message: msg}, nil
 }
+
+// interruptDebounce is the least time between two interrupts of a session.
+const interruptDebounce = time.Second
 
 // requirementRE accepts a pip requirement: a name, optional extras, optional
 // version constraints. Nothing that pip could take as an option, a path or
