@@ -291,3 +291,44 @@ func TestHistorySurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("history file does not start with its meta record: %v %s", err, b)
 	}
 }
+
+// SIGTERM while a block runs: the server shuts every kernel down and exits,
+// and the blocks that finished are on disk for the next server.
+func TestSIGTERMDuringRunKeepsHistory(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := startServer(t, "--state-dir", state)
+	s.run("term", "done = 1")
+	s.run("term", "print('finished block')")
+	pid := s.pidOf("term")
+	running := make(chan struct{})
+	go func() {
+		defer close(running)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "term", "code": "import time\nwhile True:\n    time.sleep(0.05)"}})
+	}()
+	waitState(t, s, "term", "busy")
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if !waitGone(t, s.cmd.Process.Pid, 30*time.Second) {
+		t.Fatal("server still running 30 s after SIGTERM during a run")
+	}
+	elapsed := time.Since(start)
+	s.close()
+	<-running
+	t.Logf("MEASURE: server stopped %v after SIGTERM during a run", elapsed)
+	if elapsed > 15*time.Second {
+		t.Fatalf("server took %v to stop on SIGTERM during a run", elapsed)
+	}
+	if !waitGone(t, pid, 5*time.Second) {
+		t.Fatalf("kernel %d outlived the server", pid)
+	}
+	s2 := startServer(t, "--state-dir", state)
+	got := text(s2.call("get_history", map[string]any{"session_id": "term", "end": 2}))
+	if !strings.HasPrefix(got, "[1] done = 1") || !strings.Contains(got, "[2] print('finished block')\nfinished block") {
+		t.Fatalf("history after SIGTERM:\n%s", got)
+	}
+}

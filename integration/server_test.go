@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -561,5 +562,85 @@ func TestIgnoredInterruptRestartsKernel(t *testing.T) {
 	}
 	if _, out := s.run("stubborn", "lost"); out.Error == nil || out.Error.EName != "NameError" {
 		t.Fatalf("want a fresh namespace: %+v", out)
+	}
+}
+
+// Closing stdin while a block runs forever still ends the server promptly:
+// calls in flight get a few seconds to finish, then the kernels are shut
+// down. (A go-sdk client's Close waits for its own calls in flight, so the
+// test speaks JSON-RPC over the pipes itself.)
+func TestStdinEOFDuringRun(t *testing.T) {
+	t.Parallel()
+	requireKernel(t)
+	cmd := exec.Command(binary, "--state-dir", "none")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	responses := make(chan map[string]any, 100)
+	go func() {
+		dec := json.NewDecoder(stdout)
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				close(responses)
+				return
+			}
+			responses <- m
+		}
+	}()
+	send := func(line string) {
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"eof","code":"while True:\n    pass"}}}`)
+	// Ask list_sessions until the run is under way.
+	deadline := time.After(60 * time.Second)
+	for id := 100; ; id++ {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}`, id))
+		busy := false
+	read:
+		for {
+			select {
+			case m, ok := <-responses:
+				if !ok {
+					t.Fatalf("server closed stdout:\n%s", stderr.String())
+				}
+				if m["id"] == float64(id) {
+					b, _ := json.Marshal(m)
+					busy = strings.Contains(string(b), `"state":"busy"`)
+					break read
+				}
+			case <-deadline:
+				t.Fatal("the run never became busy")
+			}
+		}
+		if busy {
+			break
+		}
+	}
+	start := time.Now()
+	stdin.Close()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server still running 30 s after stdin closed during a run:\n%s", stderr.String())
+	}
+	elapsed := time.Since(start)
+	t.Logf("MEASURE: server exited %v after stdin closed during a run", elapsed)
+	if elapsed > 15*time.Second {
+		t.Fatalf("server needed %v to exit after stdin closed during a run", elapsed)
 	}
 }

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"sync"
 	"time"
 
@@ -49,7 +51,7 @@ func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &orderedConn{Connection: c, turns: o.turns, key: o.key, calls: make(map[jsonrpc.ID]ticket)}, nil
+	return &orderedConn{Connection: c, turns: o.turns, key: o.key, calls: make(map[jsonrpc.ID]ticket), closed: make(chan struct{})}, nil
 }
 
 // orderedConn stamps tickets. The turnstile is the server's, shared by every
@@ -63,6 +65,9 @@ type orderedConn struct {
 	calls    map[jsonrpc.ID]ticket // request id -> its ticket, until answered
 	inflight int                   // requests read and not yet answered
 	idle     chan struct{}         // closed when inflight drops to 0, if someone waits
+
+	closed    chan struct{} // closed by Close: nothing more will be written
+	closeOnce sync.Once
 }
 
 // drainWait bounds how long the end of input waits for calls in flight to
@@ -73,7 +78,15 @@ const drainWait = 5 * time.Second
 func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err != nil {
-		c.drain(ctx)
+		// Only the end of input leaves calls to answer: after a close or
+		// a cancellation their answers could not be written anyway.
+		select {
+		case <-c.closed:
+		default:
+			if errors.Is(err, io.EOF) {
+				c.drain(ctx)
+			}
+		}
 		return msg, err
 	}
 	req, ok := msg.(*jsonrpc.Request)
@@ -169,11 +182,13 @@ func (c *orderedConn) drain(ctx context.Context) {
 	case <-idle:
 	case <-t.C:
 	case <-ctx.Done():
+	case <-c.closed:
 	}
 }
 
 // Close releases the turns of calls that will never be answered.
 func (c *orderedConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
 	err := c.Connection.Close()
 	c.mu.Lock()
 	calls := c.calls

@@ -423,7 +423,12 @@ func (s *Server) startKernel(ctx context.Context, c kernelChoice) (*kernel.Kerne
 		Dir:            c.Cwd,
 		StartTimeout:   s.cfg.StartTimeout,
 		InterruptGrace: s.cfg.InterruptGrace,
-		MemoryLimit:    s.cfg.MemoryLimit,
+		// An idle ipykernel obeys a shutdown_request in well under a second;
+		// one that does not is busy or stuck, and the server should not
+		// make its client wait seconds more for it.
+		ShutdownWait: time.Second,
+		TermWait:     time.Second,
+		MemoryLimit:  s.cfg.MemoryLimit,
 	}
 	k, err := kernel.Start(ctx, opts)
 	if err != nil {

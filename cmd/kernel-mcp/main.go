@@ -117,6 +117,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"memory_limit", cfg.MemoryLimit, "max_sessions", cfg.MaxSessions, "idle_timeout", cfg.IdleTimeout,
 		"start_timeout", cfg.StartTimeout, "interrupt_grace", cfg.InterruptGrace)
 
+	// On a signal, shut the kernels down at once: a run in progress then
+	// ends (its kernel is gone) instead of keeping the transport waiting
+	// for its handler.
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			srv.Close()
+		case <-stopped:
+		}
+	}()
+
 	if cfg.isHTTP() {
 		err = serveHTTPTransport(ctx, cfg, srv, ln, stderr, logger)
 	} else {
