@@ -607,7 +607,7 @@ func TestStartCloseCycles(t *testing.T) {
 		}
 		t.Errorf("runtime dir not empty after %d cycles: %q", cycles, names)
 	}
-	goleak.VerifyNone(t)
+	goleak.VerifyNone(t, leakOptions...)
 }
 
 // TestInterruptStormNeverHangs sends interrupts in quick succession. A

@@ -19,8 +19,10 @@ import (
 // Close. Only TestForgedIOPubMessagesAreDropped makes one, as a fake
 // kernel; the client itself never does.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"))
+	goleak.VerifyTestMain(m, leakOptions...)
 }
+
+var leakOptions = []goleak.Option{goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run")}
 
 var (
 	ipykernelOnce sync.Once
