@@ -100,9 +100,24 @@ func startServer(t testing.TB, args ...string) *server {
 // that collects progress notifications in server.progress).
 func startServerWith(t testing.TB, client *mcp.Client, args ...string) *server {
 	t.Helper()
+	return startServerFull(t, client, nil, args...)
+}
+
+// startServerEnv is startServer with extra environment variables for the
+// server (and so for the kernels it starts).
+func startServerEnv(t testing.TB, env []string, args ...string) *server {
+	t.Helper()
+	return startServerFull(t, nil, env, args...)
+}
+
+func startServerFull(t testing.TB, client *mcp.Client, env []string, args ...string) *server {
+	t.Helper()
 	requireKernel(t)
 	args = append([]string{"--state-dir", t.TempDir()}, args...)
 	cmd := exec.Command(binary, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	s := &server{t: t, cmd: cmd, stderr: &lockedBuffer{}, progress: make(chan *mcp.ProgressNotificationParams, 100)}
 	cmd.Stderr = s.stderr
 	if client == nil {

@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,36 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// startServerEnv is startServer with extra environment variables for the
-// server (and so for the kernels it starts).
-func startServerEnv(t testing.TB, env []string, args ...string) *server {
-	t.Helper()
-	requireKernel(t)
-	args = append([]string{"--state-dir", t.TempDir()}, args...)
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	s := &server{t: t, cmd: cmd, stderr: &lockedBuffer{}, progress: make(chan *mcp.ProgressNotificationParams, 100)}
-	cmd.Stderr = s.stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "integration-test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nserver stderr:\n%s", err, s.stderr.String())
-	}
-	s.cs = cs
-	t.Cleanup(func() {
-		s.close()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", s.stderr.String())
-		}
-	})
-	return s
-}
 
 // sessionRow returns one session's row of list_sessions.
 func (s *server) sessionRow(id string) sessionRow {
