@@ -285,56 +285,67 @@ func (k *Kernel) startError(g *generation, ctx context.Context, err error) error
 // its status seen on iopub. A SUB socket misses what was published before it
 // joined, so a reply without a status is followed by another request.
 func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
+	// Every request sent stays registered on one mailbox until the end:
+	// a kernel starting slowly on a loaded machine may answer each one
+	// after the next was sent, and only accepting the newest reply would
+	// never catch up. The wait between requests doubles, up to 4 s.
+	box := newMailbox()
+	type progress struct{ replied, idle bool }
+	sent := map[string]*progress{}
+	defer func() {
+		for id := range sent {
+			g.router.unregister(id)
+		}
+	}()
+	interval := 500 * time.Millisecond
 	for {
 		msg, err := wire.NewMessage("kernel_info_request", k.session, nil)
 		if err != nil {
 			return err
 		}
-		box := g.router.register(msg.Header.MsgID)
-		err = g.conn.Send(ctx, Shell, msg)
-		if err != nil {
-			g.router.unregister(msg.Header.MsgID)
+		g.router.registerBox(msg.Header.MsgID, box)
+		sent[msg.Header.MsgID] = &progress{}
+		if err := g.conn.Send(ctx, Shell, msg); err != nil {
 			return err
 		}
-		replied, status := false, false
-		retry := time.NewTimer(500 * time.Millisecond)
+		retry := time.NewTimer(interval)
+		interval = min(2*interval, 4*time.Second)
 	wait:
-		for !(replied && status) {
+		for {
 			select {
 			case <-box.notify:
 				for _, r := range box.take() {
+					p := sent[r.Msg.ParentHeader.MsgID]
+					if p == nil {
+						continue
+					}
 					switch {
 					case r.Channel == Shell && r.Msg.Header.MsgType == "kernel_info_reply":
-						replied = true
+						p.replied = true
 					case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
 						// idle, not busy: it is the last message of the
 						// request, so State() reads "idle" once Start returns.
 						var st iopubContent
 						if json.Unmarshal(r.Msg.Content, &st) == nil && st.ExecutionState == "idle" {
-							status = true
+							p.idle = true
 						}
+					}
+					if p.replied && p.idle {
+						retry.Stop()
+						return nil
 					}
 				}
 			case <-retry.C:
-				if replied || !status {
-					// Either the reply came without its status, or nothing
-					// came yet: ask again with a new msg_id.
-					break wait
-				}
+				// No request has both its reply and its status yet (the
+				// SUB socket may have missed a status): ask again.
+				break wait
 			case <-g.died:
 				retry.Stop()
-				g.router.unregister(msg.Header.MsgID)
 				return g.diedErr
 			case <-ctx.Done():
 				retry.Stop()
-				g.router.unregister(msg.Header.MsgID)
 				return ctx.Err()
 			}
-		}
-		retry.Stop()
-		g.router.unregister(msg.Header.MsgID)
-		if replied && status {
-			return nil
 		}
 	}
 }

@@ -48,10 +48,16 @@ func (r *router) run(c Conn) {
 // the request, so no reply can arrive unseen.
 func (r *router) register(msgID string) *mailbox {
 	b := newMailbox()
+	r.registerBox(msgID, b)
+	return b
+}
+
+// registerBox collects the replies to msgID in an existing mailbox, so one
+// reader can wait on several requests.
+func (r *router) registerBox(msgID string, b *mailbox) {
 	r.mu.Lock()
 	r.pending[msgID] = b
 	r.mu.Unlock()
-	return b
 }
 
 func (r *router) unregister(msgID string) {
