@@ -6,9 +6,11 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -288,4 +290,99 @@ func isZombie(pid int) bool {
 		}
 	}
 	return false
+}
+
+// rawConn is a kernel-mcp process spoken to in raw JSON-RPC lines.
+type rawConn struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	msgs  chan map[string]json.RawMessage
+	err   chan error
+	stder *lockedBuffer
+	done  chan struct{} // closed when the process has exited
+}
+
+func startRaw(t *testing.T, args ...string) *rawConn {
+	t.Helper()
+	return startRawIn(t, "", args...)
+}
+
+// startRawIn is startRaw with the server's working directory set to dir.
+func startRawIn(t *testing.T, dir string, args ...string) *rawConn {
+	t.Helper()
+	requireKernel(t)
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	c := &rawConn{t: t, cmd: cmd, stdin: stdin, msgs: make(chan map[string]json.RawMessage, 100), err: make(chan error, 1), stder: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = c.stder
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-c.done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-c.done
+		}
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", c.stder.String())
+		}
+	})
+	go func() {
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				var m map[string]json.RawMessage
+				if jerr := json.Unmarshal(line, &m); jerr != nil {
+					c.err <- fmt.Errorf("server wrote a line that is not JSON: %q", line[:min(200, len(line))])
+					return
+				}
+				c.msgs <- m
+			}
+			if err != nil {
+				c.err <- fmt.Errorf("server stdout: %w", err)
+				return
+			}
+		}
+	}()
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	c.wait(`"init"`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+func (c *rawConn) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		c.t.Fatalf("writing to the server: %v\n%s", err, c.stder.String())
+	}
+}
+
+// wait returns the next message whose id is id (a JSON literal: `"x"`,
+// `7`, `null`), skipping notifications and other responses.
+func (c *rawConn) wait(id string) map[string]json.RawMessage {
+	c.t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case m := <-c.msgs:
+			if got, ok := m["id"]; ok && string(got) == id {
+				return m
+			}
+			if _, ok := m["id"]; !ok && id == "null" {
+				continue
+			}
+		case err := <-c.err:
+			c.t.Fatalf("waiting for the response to id %s: %v", id, err)
+		case <-timeout:
+			c.t.Fatalf("no response to id %s within 60 s", id)
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -400,53 +399,30 @@ func historyCount(s *server, session string) int {
 // server's stdin in one burst, so their order on the wire is certain.
 func TestCallsRunInArrivalOrder(t *testing.T) {
 	t.Parallel()
-	requireKernel(t)
-	cmd := exec.Command(binary, "--state-dir", "none")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
+	c := startRaw(t, "--state-dir", "none")
 	const n = 20
 	var burst bytes.Buffer
-	burst.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
-	burst.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
 	burst.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"order","code":"seen = []"}}}` + "\n")
 	for i := range n {
 		fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"order","code":"seen.append(%d)"}}}`+"\n", i+2, i)
 	}
-	fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"order","code":"seen"}}}`+"\n", n+2)
-	if _, err := stdin.Write(burst.Bytes()); err != nil {
+	fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"order","code":"seen"}}}`, n+2)
+	c.send(burst.String()) // one write: the order on the wire is certain
+	var resp struct {
+		Result struct {
+			StructuredContent runOutput `json:"structuredContent"`
+		} `json:"result"`
+	}
+	b, _ := json.Marshal(c.wait(fmt.Sprint(n + 2)))
+	if err := json.Unmarshal(b, &resp); err != nil {
 		t.Fatal(err)
 	}
-	dec := json.NewDecoder(stdout)
-	for {
-		var msg struct {
-			ID     *int `json:"id"`
-			Result struct {
-				StructuredContent runOutput `json:"structuredContent"`
-			} `json:"result"`
-		}
-		if err := dec.Decode(&msg); err != nil {
-			t.Fatalf("reading responses: %v\n%s", err, stderr.String())
-		}
-		if msg.ID == nil || *msg.ID != n+2 {
-			continue
-		}
-		want := make([]string, n)
-		for i := range want {
-			want[i] = fmt.Sprint(i)
-		}
-		if got := msg.Result.StructuredContent.Result; got != "["+strings.Join(want, ", ")+"]" {
-			t.Fatalf("order: %s", got)
-		}
-		return
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprint(i)
+	}
+	if got := resp.Result.StructuredContent.Result; got != "["+strings.Join(want, ", ")+"]" {
+		t.Fatalf("order: %s", got)
 	}
 }
 
@@ -571,72 +547,25 @@ func TestIgnoredInterruptRestartsKernel(t *testing.T) {
 // test speaks JSON-RPC over the pipes itself.)
 func TestStdinEOFDuringRun(t *testing.T) {
 	t.Parallel()
-	requireKernel(t)
-	cmd := exec.Command(binary, "--state-dir", "none")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	responses := make(chan map[string]any, 100)
-	go func() {
-		dec := json.NewDecoder(stdout)
-		for {
-			var m map[string]any
-			if dec.Decode(&m) != nil {
-				close(responses)
-				return
-			}
-			responses <- m
-		}
-	}()
-	send := func(line string) {
-		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"eof","code":"while True:\n    pass"}}}`)
+	c := startRaw(t, "--state-dir", "none")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"eof","code":"while True:\n    pass"}}}`)
 	// Ask list_sessions until the run is under way.
-	deadline := time.After(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for id := 100; ; id++ {
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}`, id))
-		busy := false
-	read:
-		for {
-			select {
-			case m, ok := <-responses:
-				if !ok {
-					t.Fatalf("server closed stdout:\n%s", stderr.String())
-				}
-				if m["id"] == float64(id) {
-					b, _ := json.Marshal(m)
-					busy = strings.Contains(string(b), `"state":"busy"`)
-					break read
-				}
-			case <-deadline:
-				t.Fatal("the run never became busy")
-			}
-		}
-		if busy {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}`, id))
+		if b, _ := json.Marshal(c.wait(fmt.Sprint(id))); strings.Contains(string(b), `"state":"busy"`) {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run never became busy")
 		}
 	}
 	start := time.Now()
-	stdin.Close()
+	c.stdin.Close()
 	select {
-	case <-exited:
+	case <-c.done:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("server still running 30 s after stdin closed during a run:\n%s", stderr.String())
+		t.Fatalf("server still running 30 s after stdin closed during a run:\n%s", c.stder.String())
 	}
 	elapsed := time.Since(start)
 	t.Logf("MEASURE: server exited %v after stdin closed during a run", elapsed)
