@@ -177,7 +177,12 @@ func TestLoadInterruptStorm(t *testing.T) {
 			t.Logf("interrupt_session answered %d× %q", v.(*atomic.Int32).Load(), k)
 			return true
 		})
-		if r.out.Status != "error" || r.out.Error == nil || r.out.Error.EName != "KeyboardInterrupt" {
+		// Either the run raised KeyboardInterrupt, or ipykernel, hit by a
+		// signal while it was between messages, went idle without sending a
+		// reply at all; the server then says so (status "interrupted").
+		raised := r.out.Status == "error" && r.out.Error != nil && r.out.Error.EName == "KeyboardInterrupt"
+		noReply := r.out.Status == "interrupted" && strings.Contains(r.out.Note, "without a reply")
+		if !raised && !noReply {
 			t.Fatalf("round %d: interrupted run: %+v", round, r.out)
 		}
 		if d := r.at.Sub(stormStart); d > 5*time.Second {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,6 +87,10 @@ type zmqConn struct {
 	badMu  sync.Mutex
 	badN   int
 	badErr error
+	// lost holds, per channel, the last error a socket's connection ended
+	// with while the kernel was expected to be there.
+	lostMu sync.Mutex
+	lost   map[Channel]error
 
 	sendMu    [3]sync.Mutex // zmq4 sockets are not safe for concurrent Send
 	closeOnce sync.Once
@@ -186,6 +191,12 @@ func (c *zmqConn) read(ch Channel, s zmq4.Socket) {
 			if c.ctx.Err() != nil {
 				return
 			}
+			c.lostMu.Lock()
+			if c.lost == nil {
+				c.lost = map[Channel]error{}
+			}
+			c.lost[ch] = err
+			c.lostMu.Unlock()
 			// io.EOF once per dead peer; keep draining until Close.
 			select {
 			case <-c.ctx.Done():
@@ -208,6 +219,20 @@ func (c *zmqConn) read(ch Channel, s zmq4.Socket) {
 			return
 		}
 	}
+}
+
+// lostSummary names the channels whose connection ended, for an error
+// message: "; shell connection lost: EOF".
+func (c *zmqConn) lostSummary() string {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	var b strings.Builder
+	for _, ch := range []Channel{Shell, IOPub, Control, Stdin} {
+		if err, ok := c.lost[ch]; ok {
+			fmt.Fprintf(&b, "; %v connection lost: %v", ch, err)
+		}
+	}
+	return b.String()
 }
 
 // Rejected reports how many received messages were dropped because their

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ConnectionInfo is the content of a Jupyter connection file: where the
@@ -54,18 +55,77 @@ func NewConnectionInfo() (ConnectionInfo, error) {
 }
 
 // freePorts asks the OS for n distinct free loopback ports. The listeners are
-// held open until all n are chosen so that no port is handed out twice.
+// held open until all n are chosen so that no port is handed out twice, and
+// a port handed out recently is not handed out again by this process: the
+// OS may offer a port we just released to the next caller before the first
+// kernel has bound it.
 func freePorts(n int) ([]int, error) {
+	recentPorts.mu.Lock()
+	defer recentPorts.mu.Unlock()
+	now := time.Now()
+	for p, at := range recentPorts.at {
+		if now.Sub(at) > recentPortTTL {
+			delete(recentPorts.at, p)
+		}
+	}
 	ports := make([]int, 0, n)
-	for range n {
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 10*n {
+			return nil, fmt.Errorf("kernel: find a free port: every port offered was handed out in the last %v", recentPortTTL)
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("kernel: find a free port: %w", err)
 		}
 		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		p := l.Addr().(*net.TCPAddr).Port
+		if _, recent := recentPorts.at[p]; recent {
+			continue
+		}
+		ports = append(ports, p)
+	}
+	if recentPorts.at == nil {
+		recentPorts.at = map[int]time.Time{}
+	}
+	for _, p := range ports {
+		recentPorts.at[p] = now
 	}
 	return ports, nil
+}
+
+// recentPortTTL is how long a port handed out stays reserved: far longer
+// than a kernel takes to bind it.
+const recentPortTTL = time.Minute
+
+var recentPorts struct {
+	mu sync.Mutex
+	at map[int]time.Time
+}
+
+// withoutPorts returns ci with every port 0: the kernel then binds ports
+// of its own choosing and writes them back into the connection file.
+func (ci ConnectionInfo) withoutPorts() ConnectionInfo {
+	ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort = 0, 0, 0, 0, 0
+	return ci
+}
+
+// boundPorts reads back the connection file a kernel was given without
+// ports. ok is false until the kernel has rewritten it with all five ports
+// and the same key (it truncates and rewrites in place, so a read may see
+// an empty or partial file).
+func boundPorts(path string, want ConnectionInfo) (ci ConnectionInfo, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &ci) != nil {
+		return ConnectionInfo{}, false
+	}
+	if ci.Key != want.Key || ci.IP != want.IP ||
+		ci.ShellPort <= 0 || ci.IOPubPort <= 0 || ci.StdinPort <= 0 || ci.ControlPort <= 0 || ci.HBPort <= 0 ||
+		ci.ShellPort > 65535 || ci.IOPubPort > 65535 || ci.StdinPort > 65535 || ci.ControlPort > 65535 || ci.HBPort > 65535 {
+		return ConnectionInfo{}, false
+	}
+	out := want
+	out.ShellPort, out.IOPubPort, out.StdinPort, out.ControlPort, out.HBPort = ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort
+	return out, true
 }
 
 // ReadConnectionFile parses a connection file written by a kernel or by
@@ -168,7 +228,7 @@ func (d *runtimeDir) writeConnectionFile(ci ConnectionInfo) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(d.path, "kernel-"+strconv.Itoa(ci.ShellPort)+".json")
+	path := filepath.Join(d.path, "kernel.json")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("kernel: write connection file: %w", err)

@@ -161,3 +161,57 @@ func TestStaleRuntimeDirsAreSwept(t *testing.T) {
 		}
 	}
 }
+
+// TestFreePortsNotReused: within one process a port is not handed out
+// twice in a row, even though the OS may offer a just-released port again
+// before the kernel it was meant for has bound it.
+func TestFreePortsNotReused(t *testing.T) {
+	seen := map[int]int{}
+	for i := range 200 {
+		ci, err := NewConnectionInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []int{ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort} {
+			if prev, dup := seen[p]; dup {
+				t.Fatalf("port %d handed out by call %d and again by call %d", p, prev, i)
+			}
+			seen[p] = i
+		}
+	}
+}
+
+// TestBoundPorts reads back the file a kernel rewrites with the ports it
+// bound: until it holds five ports and our key, it is not ready.
+func TestBoundPorts(t *testing.T) {
+	want := ConnectionInfo{Transport: "tcp", IP: "127.0.0.1", Key: "k1", SignatureScheme: "hmac-sha256", KernelName: "python3"}
+	path := filepath.Join(t.TempDir(), "kernel.json")
+	full := `{"transport":"tcp","ip":"127.0.0.1","shell_port":1001,"iopub_port":1002,"stdin_port":1003,"control_port":1004,"hb_port":1005,"key":"k1","signature_scheme":"hmac-sha256"}`
+	for name, content := range map[string]string{
+		"empty (truncated, not yet written)": "",
+		"partial write":                      full[:60],
+		"ports still 0":                      `{"ip":"127.0.0.1","shell_port":0,"iopub_port":0,"stdin_port":0,"control_port":0,"hb_port":0,"key":"k1"}`,
+		"one port missing":                   strings.Replace(full, `"hb_port":1005,`, "", 1),
+		"another key":                        strings.Replace(full, `"k1"`, `"k2"`, 1),
+		"another ip":                         strings.Replace(full, `127.0.0.1`, `0.0.0.0`, 1),
+		"port out of range":                  strings.Replace(full, `1005`, `70000`, 1),
+	} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if ci, ok := boundPorts(path, want); ok {
+			t.Errorf("%s: accepted as %+v", name, ci)
+		}
+	}
+	if _, ok := boundPorts(filepath.Join(t.TempDir(), "missing.json"), want); ok {
+		t.Error("a missing file was accepted")
+	}
+	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ci, ok := boundPorts(path, want)
+	got := []int{ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort}
+	if !ok || fmt.Sprint(got) != "[1001 1002 1003 1004 1005]" || ci.Key != "k1" || ci.KernelName != "python3" || ci.SignatureScheme != "hmac-sha256" {
+		t.Errorf("full file: ok=%v %+v", ok, ci)
+	}
+}

@@ -192,7 +192,18 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	file, err := dir.writeConnectionFile(ci)
+	// ipykernel binds ports of its own choosing when given 0 and writes
+	// them back into the file. Ports we pick are free only until we close
+	// them: on a busy machine another process (another kernel binding a
+	// random port) can take one before the kernel binds it, and the kernel
+	// then dies, or our dial meets a stranger. Other kernels get ports we
+	// pick.
+	ownPorts := isIPyKernel(k.opts.Spec.Argv)
+	given := ci
+	if ownPorts {
+		given = ci.withoutPorts()
+	}
+	file, err := dir.writeConnectionFile(given)
 	if err != nil {
 		dir.Remove()
 		return nil, err
@@ -237,6 +248,14 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 		}
 	}()
 
+	if ownPorts {
+		bound, err := waitBoundPorts(ctx, g, ci)
+		if err != nil {
+			return fail(k.startError(g, ctx, err))
+		}
+		g.ci, ci = bound, bound
+	}
+
 	dctx, dcancel := context.WithCancel(ctx)
 	go func() {
 		select {
@@ -258,6 +277,26 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	return g, nil
 }
 
+// waitBoundPorts polls the connection file until the kernel has written
+// the ports it bound. ipykernel does so right after binding, before its
+// slow part (importing IPython), so this costs no start-up time.
+func waitBoundPorts(ctx context.Context, g *generation, want ConnectionInfo) (ConnectionInfo, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ci, ok := boundPorts(g.file, want); ok {
+			return ci, nil
+		}
+		select {
+		case <-tick.C:
+		case <-g.died:
+			return ConnectionInfo{}, g.diedErr
+		case <-ctx.Done():
+			return ConnectionInfo{}, fmt.Errorf("%w (the kernel never wrote the ports it bound into %s)", ctx.Err(), g.file)
+		}
+	}
+}
+
 // startError explains a failed start: the kernel's own last words when it
 // died, or the timeout when it stayed silent.
 func (k *Kernel) startError(g *generation, ctx context.Context, err error) error {
@@ -276,7 +315,10 @@ func (k *Kernel) startError(g *generation, ctx context.Context, err error) error
 				out = "\n" + lastLines(s, 15)
 			}
 		}
-		return fmt.Errorf("kernel: %s did not become ready within %v: %w%s", argv, k.opts.StartTimeout, ctx.Err(), out)
+		if !errors.Is(err, ctx.Err()) {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("kernel: %s did not become ready within %v: %w%s", argv, k.opts.StartTimeout, err, out)
 	}
 	return err
 }
@@ -298,6 +340,18 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 		}
 	}()
 	interval := 500 * time.Millisecond
+	var replies, statuses, idles int
+	// seen says what the wait saw, for the error of a kernel that never
+	// became ready: no replies means shell is stuck, replies without
+	// statuses means iopub is.
+	seen := func(err error) error {
+		lost := ""
+		if zc, ok := g.conn.(*zmqConn); ok {
+			lost = zc.lostSummary()
+		}
+		return fmt.Errorf("%w (%d kernel_info requests sent; received %d replies and %d statuses, %d of them idle%s)",
+			err, len(sent), replies, statuses, idles, lost)
+	}
 	for {
 		msg, err := wire.NewMessage("kernel_info_request", k.session, nil)
 		if err != nil {
@@ -321,12 +375,15 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 					}
 					switch {
 					case r.Channel == Shell && r.Msg.Header.MsgType == "kernel_info_reply":
+						replies++
 						p.replied = true
 					case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
 						// idle, not busy: it is the last message of the
 						// request, so State() reads "idle" once Start returns.
+						statuses++
 						var st iopubContent
 						if json.Unmarshal(r.Msg.Content, &st) == nil && st.ExecutionState == "idle" {
+							idles++
 							p.idle = true
 						}
 					}
@@ -344,7 +401,7 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 				return g.diedErr
 			case <-ctx.Done():
 				retry.Stop()
-				return ctx.Err()
+				return seen(ctx.Err())
 			}
 		}
 	}
@@ -788,6 +845,30 @@ func (k *Kernel) Close() error {
 		cancel()
 	}
 	k.stopGeneration(k.gen, k.opts.ShutdownWait)
+	return nil
+}
+
+// Kill ends a kernel this package started at once, with SIGKILL to its
+// process group, without asking it to shut down, then releases everything
+// Close would. It is for a kernel that is stuck. An attached kernel is
+// only disconnected, as by Close.
+func (k *Kernel) Kill() error {
+	k.mu.Lock()
+	owned := k.gen != nil && k.gen.proc != nil
+	k.mu.Unlock()
+	if !owned {
+		return k.Close()
+	}
+	k.restartMu.Lock()
+	defer k.restartMu.Unlock()
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return nil
+	}
+	k.closed = true
+	k.mu.Unlock()
+	k.killGeneration(k.gen)
 	return nil
 }
 

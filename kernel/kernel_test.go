@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -654,4 +655,43 @@ func lastResult(res *ExecuteResult) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// TestStartPorts: ipykernel is given port 0 and binds ports of its own
+// choosing (no window in which another process can take a port we picked);
+// any other kernel is given ports we pick. Either way the client talks to
+// the ports written in the connection file, and the kernel listens there.
+func TestStartPorts(t *testing.T) {
+	for name, spec := range map[string]kernelspec.Spec{
+		"ipykernel binds its own": {},
+		"other kernels get ours": {Argv: []string{"python3", "-c",
+			"import sys; from ipykernel.kernelapp import launch_new_instance; sys.argv[0] = 'kernel'; launch_new_instance()",
+			"-f", "{connection_file}"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := startKernel(t, Options{Spec: spec})
+			if got := mustExecute(t, k, "6*7"); describeAll(got.Outputs)[0] != "execute_result 42" {
+				t.Fatalf("outputs %q", describeAll(got.Outputs))
+			}
+			g, err := k.current()
+			if err != nil {
+				t.Fatal(err)
+			}
+			file, err := ReadConnectionFile(g.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if file != g.ci {
+				t.Errorf("connection file %+v, dialed %+v", file, g.ci)
+			}
+			for _, p := range []int{file.ShellPort, file.IOPubPort, file.StdinPort, file.ControlPort, file.HBPort} {
+				c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+				if err != nil {
+					t.Errorf("port %d: %v", p, err)
+					continue
+				}
+				c.Close()
+			}
+		})
+	}
 }
