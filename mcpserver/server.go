@@ -53,6 +53,11 @@ type Config struct {
 	// nothing for that long. The session and its history stay; the next run
 	// starts a fresh kernel.
 	IdleTimeout time.Duration
+	// PoolSize is how many started, idle kernels the server keeps ready
+	// for each kind of kernel sessions use, so that a new session or a
+	// reset takes milliseconds instead of a cold start. 0 keeps none (the
+	// zero value); the kernel-mcp command defaults to 1.
+	PoolSize int
 	// StateDir is where histories are kept (in StateDir/sessions, one
 	// JSON-lines file per session); empty keeps them in memory only.
 	StateDir string
@@ -86,6 +91,7 @@ type Server struct {
 	cfg   Config
 	mcp   *mcp.Server
 	turns *turnstile
+	pool  *pool
 	// ticketKey is this server's secret _meta key for ordering tickets.
 	ticketKey string
 	// subscriptions counts resource subscriptions, across all clients.
@@ -129,6 +135,8 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	s.pool = newPool(s, cfg.PoolSize)
+	s.pool.warm(kernelChoice{})
 	return s, nil
 }
 
@@ -156,6 +164,7 @@ func (s *Server) Close() error {
 		wg.Go(func() { errs[i] = ss.stopKernel() })
 	}
 	wg.Wait()
+	s.pool.close()
 	s.idleStops.Wait()
 	return errors.Join(errs...)
 }

@@ -395,6 +395,20 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 	k := ss.k
 	ss.mu.Unlock()
 	if k != nil {
+		// A warm kernel from the pool is a restart in milliseconds: the
+		// session gets a fresh process and namespace either way.
+		if w, ok, _ := ss.srv.pool.take(ctx, ss.choice, false); ok {
+			ss.mu.Lock()
+			if ss.k == k {
+				ss.k, ss.info, ss.died, ss.idled = w.k, w.info, nil, false
+				ss.gen++
+				ss.mu.Unlock()
+				ss.srv.pool.retire(k, force)
+				return nil
+			}
+			ss.mu.Unlock()
+			ss.srv.pool.retire(w.k, false)
+		}
 		restart := k.Restart
 		if force {
 			restart = k.ForceRestart
@@ -412,8 +426,23 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 	return err
 }
 
-// startKernel resolves what to run and starts it.
+// startKernel gives a session a kernel: a warm one from the pool when one
+// is ready or starting, else a cold start.
 func (s *Server) startKernel(ctx context.Context, c kernelChoice) (*kernel.Kernel, kernelInfo, error) {
+	w, ok, err := s.pool.take(ctx, c, true)
+	if err != nil {
+		return nil, kernelInfo{}, err
+	}
+	if ok {
+		return w.k, w.info, nil
+	}
+	k, info, err := s.coldStart(ctx, c)
+	s.pool.started(ctx, c, err)
+	return k, info, err
+}
+
+// coldStart resolves what to run and starts it.
+func (s *Server) coldStart(ctx context.Context, c kernelChoice) (*kernel.Kernel, kernelInfo, error) {
 	spec, interp, err := s.resolve(ctx, c)
 	if err != nil {
 		return nil, kernelInfo{}, err

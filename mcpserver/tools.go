@@ -76,6 +76,15 @@ type SessionSummary struct {
 // ListSessionsOutput is the structured content of list_sessions.
 type ListSessionsOutput struct {
 	Sessions []SessionSummary `json:"sessions"`
+	Pool     PoolSummary      `json:"pool"`
+}
+
+// PoolSummary describes the warm kernels kept ready for new sessions.
+type PoolSummary struct {
+	Size     int   `json:"size"`     // kernels kept ready per kind (0: the pool is off)
+	Ready    int   `json:"ready"`    // started and waiting
+	Starting int   `json:"starting"` // being started
+	Pids     []int `json:"pids"`     // of the ready ones
 }
 
 // SessionInfo is the structured content of create_session and session_status.
@@ -125,7 +134,7 @@ type InterpreterInfo struct {
 func (s *Server) addTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "create_session", Description: "Start a new session with its own kernel. Optional: kernel (a kernelspec name), python (an interpreter path, e.g. a conda env's python), cwd. Reports language, version and pid. run_code creates sessions on demand too."}, s.createSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sessions", Description: "List sessions with their state (starting, idle, busy, dead, stopped), kernel, pid and number of history entries.", Annotations: ro}, s.listSessions)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sessions", Description: "List sessions with their state (starting, idle, busy, dead, stopped), kernel, pid and number of history entries, and the warm kernels kept ready for new sessions.", Annotations: ro}, s.listSessions)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_code", Description: "Execute code in a persistent session, like a notebook cell: variables persist between calls, the last expression's value is shown, plots come back as images, exceptions name the failing line. A missing session is created. On timeout the run is interrupted and the namespace kept."}, s.runCode)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_file", Description: "Execute a file's code in a session's namespace (its variables stay defined). Relative paths resolve against the session's working directory."}, s.runFile)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "interrupt_session", Description: "Interrupt the code running in a session (like Ctrl-C). The namespace is kept. Answers at once, even while code runs."}, s.interruptSession)
@@ -503,7 +512,11 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 		text.WriteByte('\n')
 	}
 	if len(all) == 0 {
-		text.WriteString("No sessions. run_code starts one.")
+		text.WriteString("No sessions. run_code starts one.\n")
+	}
+	out.Pool = s.pool.summary()
+	if out.Pool.Size > 0 {
+		fmt.Fprintf(&text, "Warm kernels: %d ready, %d starting.", out.Pool.Ready, out.Pool.Starting)
 	}
 	return textResult(strings.TrimRight(text.String(), "\n")), out, nil
 }

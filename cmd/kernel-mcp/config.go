@@ -39,6 +39,7 @@ type config struct {
 
 	MemoryLimit    int64         // bytes of address space per kernel; 0: none
 	MaxSessions    int           // sessions with a running kernel; 0: unlimited
+	PoolSize       int           // warm kernels kept per kind; 0: none
 	IdleTimeout    time.Duration // 0: never stop idle kernels
 	StartTimeout   time.Duration
 	InterruptGrace time.Duration
@@ -80,10 +81,15 @@ var settings = []setting{
 	{"log-level", "KERNEL_MCP_LOG_LEVEL", "info", "log level on stderr: debug, info, warn or error"},
 	{"memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "0", "address-space limit (RLIMIT_AS) of each kernel in bytes, with an optional K, M or G suffix (2G, 512M); 0 means none; Linux only"},
 	{"max-sessions", "KERNEL_MCP_MAX_SESSIONS", "0", "most sessions with a running kernel at once; 0 means unlimited"},
+	{"pool-size", "KERNEL_MCP_POOL_SIZE", "1", "started, idle kernels kept ready per kind of kernel, so a new session or a reset takes milliseconds; 0 turns the pool off"},
 	{"idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "0", "seconds a kernel may run nothing before it is shut down (history kept); 0 means never"},
 	{"start-timeout", "KERNEL_MCP_START_TIMEOUT", "60", "seconds a kernel may take to start before it is given up"},
 	{"interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "5", "seconds an interrupted kernel gets to stop before it is restarted"},
 }
+
+// maxPoolSize bounds --pool-size: each warm kernel is a Python process of
+// 50-100 MB sitting idle.
+const maxPoolSize = 16
 
 func settingFor(flagName string) setting {
 	for _, s := range settings {
@@ -236,6 +242,15 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			return config{}, invalid("max-sessions", v, "want a non-negative integer (0 means unlimited)")
 		}
 		cfg.MaxSessions = n
+	}
+
+	cfg.PoolSize = 1
+	if v := get("pool-size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxPoolSize {
+			return config{}, invalid("pool-size", v, fmt.Sprintf("want an integer from 0 (no pool) to %d", maxPoolSize))
+		}
+		cfg.PoolSize = n
 	}
 
 	if v := get("idle-timeout"); v != "" {

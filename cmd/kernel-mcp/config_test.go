@@ -38,6 +38,7 @@ func defaults() config {
 
 		StartTimeout:   60 * time.Second,
 		InterruptGrace: 5 * time.Second,
+		PoolSize:       1,
 	}
 }
 
@@ -131,6 +132,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "memory limit GB", args: []string{"--memory-limit", "4GB"}, want: func(c *config) { c.MemoryLimit = 4 << 30 }},
 		{name: "memory limit zero", env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "0"}, want: func(*config) {}},
 		{name: "memory limit empty flag", args: []string{"--memory-limit="}, env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "1G"}, want: func(*config) {}},
+		{name: "pool off", env: map[string]string{"KERNEL_MCP_POOL_SIZE": "0"}, want: func(c *config) { c.PoolSize = 0 }},
+		{name: "pool flag over env", args: []string{"--pool-size", "3"}, env: map[string]string{"KERNEL_MCP_POOL_SIZE": "0"}, want: func(c *config) { c.PoolSize = 3 }},
 		{name: "idle timeout fraction", args: []string{"--idle-timeout", ".5"}, want: func(c *config) { c.IdleTimeout = 500 * time.Millisecond }},
 	}
 	for _, tt := range tests {
@@ -179,6 +182,8 @@ func TestParseConfigInvalid(t *testing.T) {
 		{name: "memory limit suffix only", args: []string{"--memory-limit", "G"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
 		{name: "memory limit double suffix", args: []string{"--memory-limit", "1KM"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
 		{name: "memory limit overflow", args: []string{"--memory-limit", "9000000000G"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "too large"}},
+		{name: "pool size negative", args: []string{"--pool-size", "-1"}, want: []string{"--pool-size", "KERNEL_MCP_POOL_SIZE", "0 (no pool) to 16"}},
+		{name: "pool size too big", env: map[string]string{"KERNEL_MCP_POOL_SIZE": "100"}, want: []string{"--pool-size", "KERNEL_MCP_POOL_SIZE"}},
 		{name: "max sessions negative", args: []string{"--max-sessions", "-1"}, want: []string{"--max-sessions", "KERNEL_MCP_MAX_SESSIONS"}},
 		{name: "max sessions non-numeric", env: map[string]string{"KERNEL_MCP_MAX_SESSIONS": "many"}, want: []string{"--max-sessions", "KERNEL_MCP_MAX_SESSIONS"}},
 		{name: "idle timeout negative", args: []string{"--idle-timeout", "-5"}, want: []string{"--idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "negative"}},

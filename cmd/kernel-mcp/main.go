@@ -103,6 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		StartTimeout:   cfg.StartTimeout,
 		MemoryLimit:    cfg.MemoryLimit,
 		MaxSessions:    cfg.MaxSessions,
+		PoolSize:       cfg.PoolSize,
 		IdleTimeout:    cfg.IdleTimeout,
 		StateDir:       cfg.StateDir,
 		Version:        versionString(),
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("kernel-mcp starting", "version", versionString(), "transport", cfg.Transport,
 		"state_dir", cfg.StateDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout,
-		"memory_limit", cfg.MemoryLimit, "max_sessions", cfg.MaxSessions, "idle_timeout", cfg.IdleTimeout,
+		"memory_limit", cfg.MemoryLimit, "max_sessions", cfg.MaxSessions, "pool_size", cfg.PoolSize, "idle_timeout", cfg.IdleTimeout,
 		"start_timeout", cfg.StartTimeout, "interrupt_grace", cfg.InterruptGrace)
 
 	// On a signal, shut the kernels down at once: a run in progress then
