@@ -117,11 +117,10 @@ func capOutput(o Output, textLimit, dataLimit int) (Output, bool) {
 	return o, cut
 }
 
-// CutMiddle cuts s to at most limit characters, keeping its start and end,
-// with a note of how many characters were left out.
 // CutMiddle cuts s to at most limit characters (runes), keeping its start
 // and end and noting how many characters were left out between them.
-// limit <= 0 means no limit.
+// limit <= 0 means no limit. It walks only the kept ends: cutting 10 MB of
+// output to a few thousand characters copies a few thousand characters.
 func CutMiddle(s string, limit int) (string, bool) {
 	if limit <= 0 || len(s) <= limit {
 		return s, false
@@ -130,10 +129,19 @@ func CutMiddle(s string, limit int) (string, bool) {
 	if n <= limit {
 		return s, false
 	}
-	r := []rune(s)
 	head := limit / 2
 	tail := limit - head
-	return string(r[:head]) + omittedNote(n-limit) + string(r[n-tail:]), true
+	i := 0
+	for range head {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	j := len(s)
+	for range tail {
+		_, size := utf8.DecodeLastRuneInString(s[:j])
+		j -= size
+	}
+	return s[:i] + omittedNote(n-limit) + s[j:], true
 }
 
 func omittedNote(n int) string {

@@ -14,11 +14,36 @@ func TestCutMiddle(t *testing.T) {
 		{"0123456789abcdef", 10, "01234\n... [6 characters omitted] ...\nbcdef", true},
 		{"ééééééééééxx", 4, "éé\n... [8 characters omitted] ...\nxx", true},
 		{"anything", 0, "anything", false},
+		{"xxéééééé", 4, "xx\n... [4 characters omitted] ...\néé", true},
+		{"🙂🙂🙂ab🙂🙂🙂", 4, "🙂🙂\n... [4 characters omitted] ...\n🙂🙂", true},
 	}
 	for _, tt := range tests {
 		got, cut := CutMiddle(tt.in, tt.limit)
 		if got != tt.want || cut != tt.cut {
 			t.Errorf("CutMiddle(%q, %d) = %q, %v; want %q, %v", tt.in, tt.limit, got, cut, tt.want, tt.cut)
+		}
+	}
+}
+
+// TestCutMiddleMatchesRunes checks the byte-walking CutMiddle against the
+// obvious version on []rune, over strings mixing 1- to 4-byte characters.
+func TestCutMiddleMatchesRunes(t *testing.T) {
+	chars := []rune{'a', 'é', '€', '🙂', '\n'}
+	for n := 0; n < 40; n++ {
+		r := make([]rune, n)
+		for i := range r {
+			r[i] = chars[(i*7+n)%len(chars)]
+		}
+		s := string(r)
+		for limit := 1; limit <= n+1; limit++ {
+			want, wantCut := s, false
+			if n > limit {
+				h := limit / 2
+				want, wantCut = string(r[:h])+omittedNote(n-limit)+string(r[n-(limit-h):]), true
+			}
+			if got, cut := CutMiddle(s, limit); got != want || cut != wantCut {
+				t.Fatalf("CutMiddle(%q, %d) = %q, %v; want %q, %v", s, limit, got, cut, want, wantCut)
+			}
 		}
 	}
 }

@@ -14,7 +14,15 @@ import (
 // whole MCP stack (client, JSON-RPC, ordering, handler, rendering, history)
 // over an in-memory transport, for profiling the server's own overhead.
 // integration.BenchmarkRunCodeStdio measures the same through the binary.
-func BenchmarkRunCodeInProcess(b *testing.B) {
+func BenchmarkRunCodeInProcess(b *testing.B) { benchRunCode(b, "1+1") }
+
+// BenchmarkRunCode10MBInProcess is a run_code printing 10 MiB of stdout, the
+// server's side of the 10 MB workload in make bench.
+func BenchmarkRunCode10MBInProcess(b *testing.B) {
+	benchRunCode(b, "for _ in range(10240): print('x'*1023)")
+}
+
+func benchRunCode(b *testing.B, code string) {
 	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
 		b.Skip("python3 with ipykernel is needed")
 	}
@@ -35,7 +43,7 @@ func BenchmarkRunCodeInProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": "1+1"}}
+	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
 	for range 20 {
 		if _, err := cs.CallTool(ctx, params); err != nil {
 			b.Fatal(err)
