@@ -44,9 +44,11 @@ test: vet staticcheck cross
 	$(GO) test -run '^$$' -fuzz FuzzDecodeStream -fuzztime 10s ./kernel/
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 10s ./history/
 
-# Go against Python's jupyter_client on the same kernel, in one run.
+# kernel-mcp against jupyter_client on the same kernel and against the MCP
+# servers it replaces (installed from PyPI into a cached virtualenv), in one
+# run; prints a Markdown report. See bench/mcpbench.
 bench:
-	bash bench/compare.sh
+	$(GO) run ./bench/mcpbench
 
 clean:
 	rm -rf bin

@@ -14,6 +14,9 @@ the same machine:
   stdout10mb  <-> BenchmarkStdout10MB
       Execute STDOUT_CODE (10 MiB printed as 10240 lines of 1 KiB), collect
       ALL stream text and assert its length is exactly 10 MiB. --n-big runs.
+  lines100k
+      Execute LINES_CODE (100,000 short lines, one print each), collect all
+      stream text and check it has 100,000 lines. --n-big runs.
   start       <-> BenchmarkKernelStart
       KernelManager.start_kernel() until the first kernel_info_reply
       (client.wait_for_ready()). --n-start runs, each kernel shut down again.
@@ -23,7 +26,7 @@ KernelSpec running `PATH -m ipykernel_launcher -f {connection_file}`.
 Every kernel is shut down in a finally block (graceful, then forced).
 
 Usage: python3 bench/jupyter_client_bench.py [--json] [--n 300] [--n-big 5]
-       [--only roundtrip,stdout10mb,start] [--python /path/to/python]
+       [--only roundtrip,stdout10mb,lines100k,start] [--python /path/to/python]
 """
 import argparse
 import json
@@ -40,6 +43,8 @@ from jupyter_client.kernelspec import KernelSpec
 ROUNDTRIP_CODE = "1+1"
 STDOUT_CODE = "for _ in range(10240): print('x'*1023)"  # 10240 * 1024 bytes
 STDOUT_BYTES = 10 * 1024 * 1024
+LINES_CODE = "for i in range(100000): print(i)"
+LINES = 100000
 TIMEOUT = 120.0  # seconds, per message wait
 WARMUP = 20
 
@@ -137,6 +142,17 @@ def bench_stdout(kc, n):
     return summarize(samples)
 
 
+def bench_lines(kc, n):
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        _, outputs = execute(kc, LINES_CODE)
+        text = "".join(c["text"] for t, c in outputs if t == "stream")
+        samples.append(elapsed_ms(t0))
+        assert text.count("\n") == LINES, f"got {text.count(chr(10))} lines, want {LINES}"
+    return summarize(samples)
+
+
 def bench_start(args, n):
     samples = []
     for _ in range(n):
@@ -152,26 +168,28 @@ def main():
     ap.add_argument("--n", type=int, default=300, help="roundtrip iterations")
     ap.add_argument("--n-big", type=int, default=5, help="stdout10mb iterations")
     ap.add_argument("--n-start", type=int, default=5, help="start iterations")
-    ap.add_argument("--only", default="roundtrip,stdout10mb,start")
+    ap.add_argument("--only", default="roundtrip,stdout10mb,lines100k,start")
     ap.add_argument("--kernel-name", default="python3")
     ap.add_argument("--python", help="launch PATH -m ipykernel_launcher instead")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    unknown = only - {"roundtrip", "stdout10mb", "start"}
+    unknown = only - {"roundtrip", "stdout10mb", "lines100k", "start"}
     if unknown:
         ap.error(f"unknown --only entries: {sorted(unknown)}")
 
     result = {"python": sys.version.split()[0], "jupyter_client": jupyter_client.__version__,
               "ipykernel": ipykernel.__version__, "kernel": args.python or args.kernel_name,
               "stdout_code": STDOUT_CODE}
-    if only & {"roundtrip", "stdout10mb"}:
+    if only & {"roundtrip", "stdout10mb", "lines100k"}:
         km, kc = start_kernel(args)
         try:
             if "roundtrip" in only:
                 result["roundtrip_ms"] = bench_roundtrip(kc, args.n)
             if "stdout10mb" in only:
                 result["stdout10mb_ms"] = bench_stdout(kc, args.n_big)
+            if "lines100k" in only:
+                result["lines100k_ms"] = bench_lines(kc, args.n_big)
         finally:
             shutdown(km, kc)
     if "start" in only:
@@ -184,7 +202,7 @@ def main():
           f"ipykernel {result['ipykernel']}  kernel {result['kernel']}")
     print(f"STDOUT_CODE: {STDOUT_CODE}")
     print(f"{'benchmark':<12} {'n':>5} {'median ms':>11} {'p95 ms':>11} {'mean ms':>11} {'min ms':>11}")
-    for name in ("roundtrip", "stdout10mb", "start"):
+    for name in ("roundtrip", "stdout10mb", "lines100k", "start"):
         r = result.get(f"{name}_ms")
         if r:
             print(f"{name:<12} {r['n']:>5} {r['median']:>11.3f} {r['p95']:>11.3f} "

@@ -1,0 +1,784 @@
+// Command mcpbench measures kernel-mcp side by side with Python's
+// jupyter_client on the same kernel and with the MCP servers it replaces,
+// all in one run on one machine, and prints a Markdown report of medians,
+// p95s and ratios.
+//
+// Run it from the repository root (make bench does):
+//
+//	go run ./bench/mcpbench [-n 300] [-n-big 5] [-n-start 10] [-peers=true]
+//
+// What it measures:
+//
+//   - `1+1` round trip: the kernel package directly, a run_code tool call
+//     over stdio from the go-sdk client, jupyter_client by hand (reply and
+//     idle status), and each peer's tool call from the same client.
+//   - Session create-to-first-result: create_session then run_code "1+1",
+//     with the warm pool off (cold) and on (warm); for a peer, its first
+//     tool call in a fresh server (its session starts on first use).
+//   - 10 MB of stdout and 100,000 lines: time to the full result and the
+//     server process's peak RSS (its kernels and workers excluded).
+//   - 20 sessions in parallel: run_code calls per second, and the server's
+//     RSS per idle session.
+//
+// Peers are installed from PyPI into a virtualenv under the user cache
+// directory; one that cannot be installed or run is reported with why.
+// Linux reads RSS from /proc; elsewhere the RSS columns say n/a.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	flagN        = flag.Int("n", 300, "1+1 round trips per client")
+	flagNBig     = flag.Int("n-big", 5, "runs of the 10 MB and 100,000-line workloads")
+	flagNStart   = flag.Int("n-start", 10, "session starts, cold and warm")
+	flagSessions = flag.Int("sessions", 20, "sessions in the parallel workload")
+	flagPerSess  = flag.Int("per-session", 50, "run_code calls per session in the parallel workload")
+	flagPeers    = flag.Bool("peers", true, "install and measure the peer servers from PyPI")
+	flagPython   = flag.String("python", "python3", "interpreter for kernels, jupyter_client and peers' user code")
+	flagJSON     = flag.String("json", "", "also write the raw results to this file")
+)
+
+const (
+	codeRoundTrip = "1+1"
+	codeStdout    = "for _ in range(10240): print('x'*1023)" // 10 MiB
+	codeLines     = "for i in range(100000): print(i)"
+	warmup        = 20
+)
+
+// stat is a sample summary in milliseconds.
+type stat struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median_ms"`
+	P95    float64 `json:"p95_ms"`
+}
+
+func summarize(d []time.Duration) stat {
+	if len(d) == 0 {
+		return stat{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	ms := func(x time.Duration) float64 { return float64(x.Microseconds()) / 1000 }
+	med := ms(s[len(s)/2])
+	if len(s)%2 == 0 {
+		med = (ms(s[len(s)/2-1]) + ms(s[len(s)/2])) / 2
+	}
+	p95 := ms(s[max(0, int(math.Ceil(0.95*float64(len(s))))-1)]) // nearest rank
+	return stat{N: len(s), Median: med, P95: p95}
+}
+
+// result is one client's or server's figures; a zero stat was not measured.
+type result struct {
+	Name           string  `json:"name"`
+	Version        string  `json:"version,omitempty"`
+	Skipped        string  `json:"skipped,omitempty"` // why nothing was measured
+	RoundTrip      stat    `json:"roundtrip"`
+	StartCold      stat    `json:"start_cold"`
+	StartWarm      stat    `json:"start_warm"`
+	Stdout10MB     stat    `json:"stdout10mb"`
+	Stdout10MBPeak float64 `json:"stdout10mb_peak_rss_mb,omitempty"`
+	Lines100k      stat    `json:"lines100k"`
+	Lines100kPeak  float64 `json:"lines100k_peak_rss_mb,omitempty"`
+	ExecsPerSec    float64 `json:"parallel_execs_per_s,omitempty"`
+	RSSPerSession  float64 `json:"rss_per_idle_session_mb,omitempty"`
+	IdleRSS        float64 `json:"idle_server_rss_mb,omitempty"`
+	Notes          []string
+}
+
+func main() {
+	flag.Parse()
+	log := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "mcpbench: "+format+"\n", a...) }
+	if _, err := os.Stat("go.mod"); err != nil {
+		fatal("run from the repository root (make bench)")
+	}
+	py, err := exec.LookPath(*flagPython)
+	if err != nil {
+		fatal("no %s: %v", *flagPython, err)
+	}
+	tmp, err := os.MkdirTemp("", "mcpbench-")
+	if err != nil {
+		fatal("%v", err)
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "kernel-mcp")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	log("building kernel-mcp")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/kernel-mcp").CombinedOutput(); err != nil {
+		fatal("go build: %v\n%s", err, out)
+	}
+
+	started := time.Now()
+	var all []*result
+
+	log("kernel package, direct")
+	all = append(all, benchKernel(py, false), benchKernel(py, true))
+
+	log("jupyter_client")
+	all = append(all, benchJupyterClient(py))
+
+	log("kernel-mcp over stdio")
+	all = append(all, benchOurs(bin, py))
+
+	if *flagPeers {
+		for _, p := range peers {
+			log("peer %s", p.name)
+			all = append(all, benchPeer(p, py))
+		}
+	}
+
+	report(os.Stdout, all, py, time.Since(started))
+	if *flagJSON != "" {
+		b, _ := json.MarshalIndent(all, "", "  ")
+		if err := os.WriteFile(*flagJSON, b, 0o644); err != nil {
+			fatal("%v", err)
+		}
+	}
+}
+
+func fatal(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "mcpbench: "+format+"\n", a...)
+	os.Exit(1)
+}
+
+// benchKernel measures the kernel package without MCP.
+func benchKernel(py string, stock bool) *result {
+	r := &result{Name: "kernel package (Go), ipykernel as kernel-mcp starts it"}
+	if stock {
+		r.Name = "kernel package (Go), stock ipykernel"
+	}
+	ctx := context.Background()
+	k, err := kernel.Start(ctx, kernel.Options{Python: py, StockIPyKernel: stock})
+	if err != nil {
+		r.Skipped = err.Error()
+		return r
+	}
+	defer k.Close()
+	run := func(code string) error {
+		res, err := k.Execute(ctx, code, kernel.ExecuteOptions{})
+		if err != nil {
+			return err
+		}
+		if res.Status != "ok" {
+			return fmt.Errorf("status %s", res.Status)
+		}
+		return nil
+	}
+	for range warmup {
+		if err := run(codeRoundTrip); err != nil {
+			r.Skipped = err.Error()
+			return r
+		}
+	}
+	r.RoundTrip = timeN(*flagN, func() error { return run(codeRoundTrip) })
+	r.Stdout10MB = timeN(*flagNBig, func() error { return run(codeStdout) })
+	r.Lines100k = timeN(*flagNBig, func() error { return run(codeLines) })
+	return r
+}
+
+// timeN runs f n times and summarizes; a failing run ends the series.
+func timeN(n int, f func() error) stat {
+	d := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			fmt.Fprintf(os.Stderr, "mcpbench: %v\n", err)
+			break
+		}
+		d = append(d, time.Since(t0))
+	}
+	return summarize(d)
+}
+
+// benchJupyterClient runs bench/jupyter_client_bench.py.
+func benchJupyterClient(py string) *result {
+	r := &result{Name: "jupyter_client (Python), stock ipykernel"}
+	cmd := exec.Command(py, "bench/jupyter_client_bench.py", "--json", "--python", py,
+		"--n", strconv.Itoa(*flagN), "--n-big", strconv.Itoa(*flagNBig), "--n-start", strconv.Itoa(*flagNStart))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		r.Skipped = fmt.Sprintf("%v: %s", err, lastLine(stderr.String()))
+		return r
+	}
+	var v struct {
+		JupyterClient string `json:"jupyter_client"`
+		IPyKernel     string `json:"ipykernel"`
+		RoundTrip     pyStat `json:"roundtrip_ms"`
+		Stdout        pyStat `json:"stdout10mb_ms"`
+		Lines         pyStat `json:"lines100k_ms"`
+		Start         pyStat `json:"start_ms"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		r.Skipped = fmt.Sprintf("bad output: %v", err)
+		return r
+	}
+	r.Version = "jupyter_client " + v.JupyterClient + ", ipykernel " + v.IPyKernel
+	r.RoundTrip, r.Stdout10MB, r.Lines100k, r.StartCold = v.RoundTrip.stat(), v.Stdout.stat(), v.Lines.stat(), v.Start.stat()
+	return r
+}
+
+type pyStat struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median"`
+	P95    float64 `json:"p95"`
+}
+
+func (p pyStat) stat() stat { return stat(p) }
+
+// mcpServer is one server process with a go-sdk client session on it.
+type mcpServer struct {
+	cmd *exec.Cmd
+	cs  *mcp.ClientSession
+}
+
+func connect(cmd *exec.Cmd) (*mcpServer, error) {
+	cmd.Stderr = io.Discard
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpServer{cmd: cmd, cs: cs}, nil
+}
+
+func (s *mcpServer) close() { s.cs.Close() }
+
+// call invokes a tool; a tool error is an error, with its text.
+func (s *mcpServer) call(tool string, args map[string]any) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	if res.IsError {
+		return b.String(), fmt.Errorf("%s: %s", tool, firstLine(b.String()))
+	}
+	return b.String(), nil
+}
+
+// peakRSS is the process's peak and current resident set in MB (Linux).
+func rss(pid int) (peak, cur float64) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmHWM:":
+			peak = kb / 1024
+		case "VmRSS:":
+			cur = kb / 1024
+		}
+	}
+	return peak, cur
+}
+
+func ours(bin string, args ...string) (*mcpServer, error) {
+	return connect(exec.Command(bin, append([]string{"--state-dir", "none"}, args...)...))
+}
+
+// benchOurs measures the kernel-mcp binary over stdio.
+func benchOurs(bin, py string) *result {
+	r := &result{Name: "kernel-mcp `run_code` over stdio"}
+	if out, err := exec.Command(bin, "--version").Output(); err == nil {
+		r.Version = strings.TrimSpace(string(out))
+	}
+	fail := func(what string, err error) *result {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s: %v", what, err))
+		return r
+	}
+	runCode := func(s *mcpServer, session, code string) error {
+		_, err := s.call("run_code", map[string]any{"session_id": session, "code": code})
+		return err
+	}
+
+	// Round trip, in a server with the default pool.
+	s, err := ours(bin, "--python", py)
+	if err != nil {
+		r.Skipped = err.Error()
+		return r
+	}
+	for range warmup {
+		if err := runCode(s, "rt", codeRoundTrip); err != nil {
+			s.close()
+			return fail("round trip", err)
+		}
+	}
+	// The session took the pool's kernel; measure once the pool has
+	// started its replacement, in the steady state.
+	if err := waitPoolReady(s); err != nil {
+		s.close()
+		return fail("round trip", err)
+	}
+	r.RoundTrip = timeN(*flagN, func() error { return runCode(s, "rt", codeRoundTrip) })
+	s.close()
+
+	// Create-to-first-result, cold then warm.
+	startOnce := func(s *mcpServer, i int) error {
+		id := "s" + strconv.Itoa(i)
+		if _, err := s.call("create_session", map[string]any{"session_id": id}); err != nil {
+			return err
+		}
+		return runCode(s, id, codeRoundTrip)
+	}
+	if s, err = ours(bin, "--python", py, "--pool-size", "0"); err != nil {
+		return fail("cold start", err)
+	}
+	var cold []time.Duration
+	for i := range *flagNStart {
+		t0 := time.Now()
+		if err := startOnce(s, i); err != nil {
+			s.close()
+			return fail("cold start", err)
+		}
+		cold = append(cold, time.Since(t0))
+		s.call("delete_session", map[string]any{"session_id": "s" + strconv.Itoa(i)})
+	}
+	s.close()
+	r.StartCold = summarize(cold)
+
+	if s, err = ours(bin, "--python", py, "--pool-size", "1"); err != nil {
+		return fail("warm start", err)
+	}
+	var warm []time.Duration
+	for i := range *flagNStart {
+		if err := waitPoolReady(s); err != nil {
+			s.close()
+			return fail("warm start", err)
+		}
+		t0 := time.Now()
+		if err := startOnce(s, i); err != nil {
+			s.close()
+			return fail("warm start", err)
+		}
+		warm = append(warm, time.Since(t0))
+		s.call("delete_session", map[string]any{"session_id": "s" + strconv.Itoa(i)})
+	}
+	s.close()
+	r.StartWarm = summarize(warm)
+
+	// Big outputs, each in a fresh server so its peak RSS is its own.
+	big := func(code string) (stat, float64, error) {
+		s, err := ours(bin, "--python", py, "--pool-size", "0")
+		if err != nil {
+			return stat{}, 0, err
+		}
+		defer s.close()
+		if err := runCode(s, "big", codeRoundTrip); err != nil {
+			return stat{}, 0, err
+		}
+		st := timeN(*flagNBig, func() error { return runCode(s, "big", code) })
+		peak, _ := rss(s.cmd.Process.Pid)
+		return st, peak, nil
+	}
+	if r.Stdout10MB, r.Stdout10MBPeak, err = big(codeStdout); err != nil {
+		return fail("10 MB", err)
+	}
+	if r.Lines100k, r.Lines100kPeak, err = big(codeLines); err != nil {
+		return fail("100,000 lines", err)
+	}
+
+	// Parallel sessions: RSS per idle session, then throughput.
+	if s, err = ours(bin, "--python", py, "--pool-size", "0"); err != nil {
+		return fail("parallel", err)
+	}
+	defer s.close()
+	if err := runCode(s, "base", codeRoundTrip); err != nil {
+		return fail("parallel", err)
+	}
+	for range warmup {
+		runCode(s, "base", codeRoundTrip)
+	}
+	_, base := rss(s.cmd.Process.Pid)
+	r.IdleRSS = base
+	n := *flagSessions
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			id := "p" + strconv.Itoa(i)
+			for range 5 {
+				if err := runCode(s, id, codeRoundTrip); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail("parallel sessions", err)
+	}
+	_, withN := rss(s.cmd.Process.Pid)
+	if base > 0 {
+		r.RSSPerSession = (withN - base) / float64(n)
+	}
+	t0 := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			id := "p" + strconv.Itoa(i)
+			for range *flagPerSess {
+				if err := runCode(s, id, codeRoundTrip); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail("parallel throughput", err)
+	}
+	r.ExecsPerSec = float64(n**flagPerSess) / time.Since(t0).Seconds()
+	return r
+}
+
+// waitPoolReady polls list_sessions until a warm kernel is ready.
+func waitPoolReady(s *mcpServer) error {
+	deadline := time.Now().Add(120 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_sessions"})
+		cancel()
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var v struct {
+			Pool struct{ Ready int } `json:"pool"`
+		}
+		json.Unmarshal(b, &v)
+		if v.Pool.Ready > 0 {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("the pool never had a kernel ready")
+}
+
+// peer is an MCP server from PyPI that runs Python.
+type peer struct {
+	name    string
+	pkg     string   // pip requirement
+	command []string // relative to the venv's bin directory
+	tool    string
+	args    func(code string) map[string]any
+	check   func(out string) bool // is this the result of 1+1?
+	env     func(py string) []string
+	notes   []string
+}
+
+var peers = []peer{
+	{
+		name:    "python-session-mcp",
+		pkg:     "python-session-mcp",
+		command: []string{"python-session-mcp"},
+		tool:    "run_python",
+		args:    func(code string) map[string]any { return map[string]any{"code": code} },
+		check:   func(out string) bool { return strings.Contains(out, "2") },
+		env:     func(py string) []string { return []string{"PYTHON_MCP_INTERPRETER=" + py} },
+		notes: []string{"one session per server process: no create_session, and the parallel-sessions workload does not apply",
+			"user code runs in a plain Python worker over pipes, not a Jupyter kernel"},
+	},
+	{
+		name:    "python-repl-mcp",
+		pkg:     "python-repl-mcp",
+		command: []string{"python", "-m", "python_repl_mcp"},
+		tool:    "run_code",
+		args:    func(code string) map[string]any { return map[string]any{"code": code} },
+		check:   func(out string) bool { return strings.Contains(out, "2") },
+		env:     func(string) []string { return nil },
+	},
+}
+
+// peerVenv makes (once) a virtualenv for a peer under the user cache dir
+// and installs it; it returns the venv's bin directory.
+func peerVenv(p peer, py string) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	venv := filepath.Join(cache, "kernel-mcp-bench", p.name)
+	bin := filepath.Join(venv, "bin")
+	if runtime.GOOS == "windows" {
+		bin = filepath.Join(venv, "Scripts")
+	}
+	if _, err := os.Stat(filepath.Join(venv, ".installed")); err == nil {
+		return bin, nil
+	}
+	os.RemoveAll(venv)
+	if out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("python -m venv: %v: %s", err, lastLine(string(out)))
+	}
+	out, err := exec.Command(filepath.Join(bin, "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q", p.pkg).CombinedOutput()
+	if err != nil {
+		os.RemoveAll(venv)
+		return "", fmt.Errorf("pip install %s failed: %s", p.pkg, lastLine(string(out)))
+	}
+	return bin, os.WriteFile(filepath.Join(venv, ".installed"), nil, 0o644)
+}
+
+func benchPeer(p peer, py string) *result {
+	r := &result{Name: p.name, Notes: p.notes}
+	bin, err := peerVenv(p, py)
+	if err != nil {
+		r.Skipped = err.Error()
+		return r
+	}
+	if out, err := exec.Command(filepath.Join(bin, "python"), "-m", "pip", "show", p.pkg).Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(l, "Version: "); ok {
+				r.Version = p.pkg + " " + v
+			}
+		}
+	}
+	start := func() (*mcpServer, error) {
+		argv := slices.Clone(p.command)
+		argv[0] = filepath.Join(bin, argv[0])
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), p.env(py)...)
+		return connect(cmd)
+	}
+	run := func(s *mcpServer, code string) (string, error) { return s.call(p.tool, p.args(code)) }
+
+	s, err := start()
+	if err != nil {
+		r.Skipped = "cannot start: " + err.Error()
+		return r
+	}
+	out, err := run(s, codeRoundTrip)
+	if err != nil || !p.check(out) {
+		s.close()
+		r.Skipped = fmt.Sprintf("1+1 gave %q, %v", firstLine(out), err)
+		return r
+	}
+	for range warmup {
+		run(s, codeRoundTrip)
+	}
+	r.RoundTrip = timeN(*flagN, func() error { _, err := run(s, codeRoundTrip); return err })
+	s.close()
+
+	var first []time.Duration
+	for range *flagNStart {
+		s, err := start()
+		if err != nil {
+			r.Notes = append(r.Notes, "first result: "+err.Error())
+			break
+		}
+		t0 := time.Now()
+		_, err = run(s, codeRoundTrip)
+		d := time.Since(t0)
+		s.close()
+		if err != nil {
+			r.Notes = append(r.Notes, "first result: "+err.Error())
+			break
+		}
+		first = append(first, d)
+	}
+	r.StartCold = summarize(first)
+
+	big := func(code string, check func(string) bool) (stat, float64, error) {
+		s, err := start()
+		if err != nil {
+			return stat{}, 0, err
+		}
+		defer s.close()
+		if _, err := run(s, codeRoundTrip); err != nil {
+			return stat{}, 0, err
+		}
+		st := timeN(*flagNBig, func() error {
+			out, err := run(s, code)
+			if err == nil && !check(out) {
+				err = fmt.Errorf("incomplete output (%d bytes)", len(out))
+			}
+			return err
+		})
+		peak, _ := rss(s.cmd.Process.Pid)
+		return st, peak, nil
+	}
+	var berr error
+	if r.Stdout10MB, r.Stdout10MBPeak, berr = big(codeStdout, func(out string) bool { return len(out) > 0 }); berr != nil {
+		r.Notes = append(r.Notes, "10 MB: "+berr.Error())
+	}
+	if r.Lines100k, r.Lines100kPeak, berr = big(codeLines, func(out string) bool { return len(out) > 0 }); berr != nil {
+		r.Notes = append(r.Notes, "100,000 lines: "+berr.Error())
+	}
+	return r
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return firstLine(lines[len(lines)-1])
+}
+
+// report prints the Markdown report: the figures, then the targets.
+func report(w io.Writer, all []*result, py string, took time.Duration) {
+	pyVersion, _ := exec.Command(py, "-c", "import sys; print(sys.version.split()[0])").Output()
+	fmt.Fprintf(w, "Machine: %s/%s, %d CPUs; %s; Python %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), strings.TrimSpace(string(pyVersion)))
+	for _, r := range all {
+		if r.Version != "" {
+			fmt.Fprintf(w, "; %s", r.Version)
+		}
+	}
+	fmt.Fprintf(w, ". One run of `make bench`, %s; median (p95) in ms unless noted.\n\n", took.Round(time.Second))
+
+	fmt.Fprint(w, "| measurement |")
+	for _, r := range all {
+		fmt.Fprintf(w, " %s |", r.Name)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range all {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	row := func(label string, cell func(r *result) string) {
+		fmt.Fprintf(w, "| %s |", label)
+		for _, r := range all {
+			c := "—"
+			if r.Skipped == "" {
+				if v := cell(r); v != "" {
+					c = v
+				}
+			}
+			fmt.Fprintf(w, " %s |", c)
+		}
+		fmt.Fprintln(w)
+	}
+	st := func(s stat) string {
+		if s.N == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.2f (%.2f)", s.Median, s.P95)
+	}
+	mb := func(v float64) string {
+		if v == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.1f MB", v)
+	}
+	row("`1+1` round trip", func(r *result) string { return st(r.RoundTrip) })
+	row("session create to first result, cold (kernel start for jupyter_client; first call in a fresh server for peers)", func(r *result) string { return st(r.StartCold) })
+	row("session create to first result, warm pool", func(r *result) string { return st(r.StartWarm) })
+	row("10 MB of stdout", func(r *result) string { return st(r.Stdout10MB) })
+	row("10 MB of stdout: server peak RSS", func(r *result) string { return mb(r.Stdout10MBPeak) })
+	row("100,000 lines", func(r *result) string { return st(r.Lines100k) })
+	row("100,000 lines: server peak RSS", func(r *result) string { return mb(r.Lines100kPeak) })
+	row(fmt.Sprintf("%d sessions in parallel: `run_code` calls per second", *flagSessions), func(r *result) string {
+		if r.ExecsPerSec == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.0f/s", r.ExecsPerSec)
+	})
+	row("server RSS with one session", func(r *result) string { return mb(r.IdleRSS) })
+	row("server RSS per further idle session", func(r *result) string {
+		if r.RSSPerSession == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.2f MB", r.RSSPerSession)
+	})
+
+	find := func(prefix string) *result {
+		for _, r := range all {
+			if strings.HasPrefix(r.Name, prefix) && r.Skipped == "" {
+				return r
+			}
+		}
+		return nil
+	}
+	ours, jc, kpkg := find("kernel-mcp"), find("jupyter_client"), find("kernel package (Go), ipykernel as")
+	var fastest *result
+	for _, p := range peers {
+		if r := find(p.name); r != nil && r.RoundTrip.N > 0 && (fastest == nil || r.RoundTrip.Median < fastest.RoundTrip.Median) {
+			fastest = r
+		}
+	}
+	fmt.Fprint(w, "\n| target | measured | met |\n|---|---|---|\n")
+	target := func(label string, ok bool, measured string) {
+		mark := "no"
+		if ok {
+			mark = "yes"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", label, measured, mark)
+	}
+	ratio := func(a, b stat) float64 { return a.Median / b.Median }
+	if ours != nil && jc != nil && jc.RoundTrip.N > 0 {
+		x := ratio(ours.RoundTrip, jc.RoundTrip)
+		target("`1+1` tool call ≤ 0.8× jupyter_client's raw round trip", x <= 0.8, fmt.Sprintf("%.2f×", x))
+	}
+	if ours != nil && fastest != nil {
+		x := ratio(ours.RoundTrip, fastest.RoundTrip)
+		target("`1+1` tool call ≤ 1.0× the fastest peer's ("+fastest.Name+")", x <= 1.0, fmt.Sprintf("%.2f×", x))
+	}
+	if ours != nil && ours.StartWarm.N > 0 {
+		target("warm create-to-first-result ≤ 50 ms median", ours.StartWarm.Median <= 50, fmt.Sprintf("%.1f ms", ours.StartWarm.Median))
+		x := ours.StartCold.Median / ours.StartWarm.Median
+		target("warm ≥ 15× faster than cold", x >= 15, fmt.Sprintf("%.0f×", x))
+	}
+	if ours != nil && jc != nil && jc.Stdout10MB.N > 0 {
+		x := ratio(ours.Stdout10MB, jc.Stdout10MB)
+		target("10 MB of output ≤ 1.0× jupyter_client (tool call)", x <= 1.0, fmt.Sprintf("%.2f×", x))
+		if kpkg != nil {
+			x := ratio(kpkg.Stdout10MB, jc.Stdout10MB)
+			target("10 MB of output ≤ 1.0× jupyter_client (kernel package)", x <= 1.0, fmt.Sprintf("%.2f×", x))
+		}
+	}
+	if ours != nil && ours.RSSPerSession != 0 {
+		target("server overhead per idle session ≤ 2 MB RSS", ours.RSSPerSession <= 2, fmt.Sprintf("%.2f MB", ours.RSSPerSession))
+	}
+
+	fmt.Fprintln(w)
+	for _, r := range all {
+		if r.Skipped != "" {
+			fmt.Fprintf(w, "- **%s**: not measured: %s\n", r.Name, r.Skipped)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "- **%s**: %s\n", r.Name, n)
+		}
+	}
+}
