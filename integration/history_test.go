@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -212,8 +213,16 @@ func TestHistoryResourceAndSubscription(t *testing.T) {
 		t.Fatalf("listed resources: %+v", list.Resources)
 	}
 	tmpls, err := s.cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(tmpls.ResourceTemplates) != 1 || tmpls.ResourceTemplates[0].URITemplate != "session://{session_id}/history" {
-		t.Fatalf("templates: %v %+v", err, tmpls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, tm := range tmpls.ResourceTemplates {
+		uris = append(uris, tm.URITemplate)
+	}
+	slices.Sort(uris)
+	if !slices.Equal(uris, []string{"session://{session_id}/history", "session://{session_id}/outputs/{n}"}) {
+		t.Fatalf("templates: %v", uris)
 	}
 	rr, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "session://res/history"})
 	if err != nil {

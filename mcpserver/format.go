@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"encoding/base64"
 	"fmt"
 	"regexp"
 	"slices"
@@ -39,6 +38,9 @@ type RunOutput struct {
 type Display struct {
 	MimeTypes []string `json:"mime_types"`
 	Text      string   `json:"text,omitempty"`
+	// Resource is the session://{id}/outputs/{n} URI of the display's
+	// image, kept whole whatever the result shows of it.
+	Resource string `json:"resource,omitempty"`
 }
 
 // ErrorInfo describes an exception raised by the code.
@@ -86,15 +88,26 @@ func errorHeadline(e *ErrorInfo) string {
 	return fmt.Sprintf("%s%s: %s", e.EName, where, e.EValue)
 }
 
-var imageTypes = []string{"image/png", "image/jpeg"}
+// imageTypes are the image MIME types of a display bundle, in order of
+// preference: an output shows the first it has.
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/svg+xml"}
 
-// maxInlineImage is the largest image put in a result as image content.
+// maxInlineImage is the largest image (decoded bytes) render puts inline
+// when it has no image policy.
 const maxInlineImage = 5 << 20
 
 // render turns an execution's outputs into MCP content and the structured
-// result. Text content follows arrival order; each PNG or JPEG becomes an
-// image content. Output beyond limit characters is cut in the middle.
+// result, with no session to keep images in: an image goes inline up to
+// maxInlineImage bytes. Servers use renderFor.
 func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content {
+	return renderWith(res, out, limit, nil)
+}
+
+// renderWith turns an execution's outputs into MCP content and the
+// structured result. Text content follows arrival order; each image becomes
+// what pol makes of it (see renderImage). Output beyond limit characters is
+// cut in the middle.
+func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *imagePolicy) []mcp.Content {
 	var (
 		text    strings.Builder
 		content []mcp.Content
@@ -118,15 +131,13 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 			case kernel.OutputExecuteResult, kernel.OutputDisplayData:
 				plain, _ := o.String("text/plain")
 				plain = history.PlainText(plain)
-				var img mcp.Content
+				var (
+					img      []mcp.Content
+					resource string
+				)
 				for _, mt := range imageTypes {
-					if b64, ok := o.String(mt); ok {
-						if data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64)); err == nil {
-							if len(data) > maxInlineImage {
-								plain = fmt.Sprintf("[%s of %.1f MB not shown: larger than the %d MB an image may have inline; save_notebook keeps it]", mt, float64(len(data))/1e6, maxInlineImage>>20)
-								break
-							}
-							img = &mcp.ImageContent{Data: data, MIMEType: mt}
+					if data, ok := imageData(o, mt); ok {
+						if img, resource, ok = renderImage(pol, mt, data); ok {
 							break
 						}
 					}
@@ -139,16 +150,16 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 						mimes = append(mimes, m)
 					}
 					slices.Sort(mimes)
-					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: plain})
+					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: plain, Resource: resource})
 				}
-				if img != nil {
+				if len(img) > 0 {
 					// The text/plain of a figure ("<Figure size 640x480 ...>")
 					// says nothing the image does not.
 					if text.Len() > 0 {
 						content = append(content, &mcp.TextContent{Text: text.String()})
 						text.Reset()
 					}
-					content = append(content, img)
+					content = append(content, img...)
 				} else if plain != "" {
 					text.WriteString(plain)
 					ensureNewline(&text)
@@ -183,7 +194,9 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 	// The limit applies to everything the result says in text.
 	for i, c := range content {
 		if tc, ok := c.(*mcp.TextContent); ok {
-			tc.Text, truncated[3] = history.CutMiddle(tc.Text, limit)
+			var t bool
+			tc.Text, t = history.CutMiddle(tc.Text, limit)
+			truncated[3] = truncated[3] || t
 			content[i] = tc
 		}
 	}

@@ -266,12 +266,12 @@ type BlockSummary struct {
 
 func (s *Server) addHistoryTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "get_history", Description: "Numbered transcript of the code run in a session and its outputs ([1] is the first block). start/end select blocks with Python slice rules on 0-based indices: start=-1 is the last block, start=0,end=2 the first two.", Annotations: ro}, s.getHistory)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_history", Description: "Delete blocks from a session's history: the block at start, or the slice [start:end) with Python slice rules. The namespace is not touched."}, s.deleteHistory)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "export_history", Description: "Write the transcript (code and outputs) of a session, or a slice of it, to a text file. Replies with the absolute path."}, s.exportHistory)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "save_script", Description: "Write the code of a session's history (no outputs), or a slice of it, as a runnable .py script with # %% cell markers. Replies with the absolute path."}, s.saveScript)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "save_notebook", Description: "Write a session's history, or a slice of it, as a Jupyter notebook (.ipynb, nbformat 4) with its outputs and plots. Replies with the absolute path."}, s.saveNotebook)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "rerun_code", Description: "Restart the session's kernel (fresh namespace), then re-run blocks of its history in order, stopping at the first error. start/end select blocks with Python slice rules; all blocks by default. Use it to rebuild state after a crash or reset_run_context."}, s.rerunCode)
+	addTool(s, &mcp.Tool{Name: "get_history", Description: "Numbered transcript of the code run in a session and its outputs ([1] is the first block). start/end select blocks with Python slice rules on 0-based indices: start=-1 is the last block, start=0,end=2 the first two.", Annotations: ro}, s.getHistory)
+	addTool(s, &mcp.Tool{Name: "delete_history", Description: "Delete blocks from a session's history: the block at start, or the slice [start:end) with Python slice rules. The namespace is not touched."}, s.deleteHistory)
+	addTool(s, &mcp.Tool{Name: "export_history", Description: "Write the transcript (code and outputs) of a session, or a slice of it, to a text file. Replies with the absolute path."}, s.exportHistory)
+	addTool(s, &mcp.Tool{Name: "save_script", Description: "Write the code of a session's history (no outputs), or a slice of it, as a runnable .py script with # %% cell markers. Replies with the absolute path."}, s.saveScript)
+	addTool(s, &mcp.Tool{Name: "save_notebook", Description: "Write a session's history, or a slice of it, as a Jupyter notebook (.ipynb, nbformat 4) with its outputs and plots. Replies with the absolute path."}, s.saveNotebook)
+	addTool(s, &mcp.Tool{Name: "rerun_code", Description: "Restart the session's kernel (fresh namespace), then re-run blocks of its history in order, stopping at the first error. start/end select blocks with Python slice rules; all blocks by default. Use it to rebuild state after a crash or reset_run_context."}, s.rerunCode)
 
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: "session://{session_id}/history",
@@ -280,6 +280,7 @@ func (s *Server) addHistoryTools() {
 		Description: "Numbered transcript of the code run in a session and its outputs",
 		MIMEType:    "text/plain",
 	}, s.readHistoryResource)
+	s.addImageResources()
 }
 
 func (s *Server) getHistory(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {

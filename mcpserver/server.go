@@ -58,6 +58,15 @@ type Config struct {
 	// reset takes milliseconds instead of a cold start. 0 keeps none (the
 	// zero value); the kernel-mcp command defaults to 1.
 	PoolSize int
+	// MaxInlineImage is the most bytes of base64 an image may have inline
+	// in a result; a larger one is downscaled for the inline copy and kept
+	// whole as a session://{id}/outputs/{n} resource, linked from the
+	// result. Default 1 MiB.
+	MaxInlineImage int
+	// ImageLinkOnly puts no image inline: results link to the resource.
+	ImageLinkOnly bool
+	// Tools lists the tools offered (see ToolProfile); nil offers all.
+	Tools []string
 	// StateDir is where histories are kept (in StateDir/sessions, one
 	// JSON-lines file per session); empty keeps them in memory only.
 	StateDir string
@@ -70,6 +79,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.OutputLimit <= 0 {
 		c.OutputLimit = 20000
+	}
+	if c.MaxInlineImage <= 0 {
+		c.MaxInlineImage = 1 << 20
 	}
 	if c.InterruptGrace <= 0 {
 		c.InterruptGrace = 5 * time.Second
@@ -131,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 		},
 	})
 	s.addTools()
+	s.addDataTools()
 	if err := s.restore(); err != nil {
 		cancel()
 		return nil, err

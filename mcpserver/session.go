@@ -62,6 +62,9 @@ type Session struct {
 	idle          *time.Timer // stops an idle kernel (Config.IdleTimeout); nil when not armed
 	idleGen       int         // bumped whenever idle is stopped or re-armed
 	idled         bool        // the last kernel was stopped for being idle
+	// images keeps the session's image outputs, served as
+	// session://{id}/outputs/{n} (images.go); nil until the first image.
+	images *imageStore
 }
 
 // kernelInfo is what a session knows of its kernel once started.

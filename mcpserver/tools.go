@@ -133,18 +133,18 @@ type InterpreterInfo struct {
 
 func (s *Server) addTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "create_session", Description: "Start a new session with its own kernel. Optional: kernel (a kernelspec name), python (an interpreter path, e.g. a conda env's python), cwd. Reports language, version and pid. run_code creates sessions on demand too."}, s.createSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_sessions", Description: "List sessions with their state (starting, idle, busy, dead, stopped), kernel, pid and number of history entries, and the warm kernels kept ready for new sessions.", Annotations: ro}, s.listSessions)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_code", Description: "Execute code in a persistent session, like a notebook cell: variables persist between calls, the last expression's value is shown, plots come back as images, exceptions name the failing line. A missing session is created. On timeout the run is interrupted and the namespace kept."}, s.runCode)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "run_file", Description: "Execute a file's code in a session's namespace (its variables stay defined). Relative paths resolve against the session's working directory."}, s.runFile)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "interrupt_session", Description: "Interrupt the code running in a session (like Ctrl-C). The namespace is kept. Answers at once, even while code runs."}, s.interruptSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "reset_session", Description: "Clear a session's namespace and history: a fresh kernel, an empty record. The session stays."}, s.resetSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "reset_run_context", Description: "Restart a session's kernel process: the namespace is cleared, the history is kept."}, s.resetRunContext)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_session", Description: "Shut a session's kernel down and forget the session.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, s.deleteSession)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "install_package", Description: "pip-install a package into the session's own interpreter (the kernel's Python, not the server's); importable right after."}, s.installPackage)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "session_status", Description: "A session's interpreter path, language version, pid, memory, working directory and key package versions.", Annotations: ro}, s.sessionStatus)
+	addTool(s, &mcp.Tool{Name: "create_session", Description: "Start a new session with its own kernel. Optional: kernel (a kernelspec name), python (an interpreter path, e.g. a conda env's python), cwd. Reports language, version and pid. run_code creates sessions on demand too."}, s.createSession)
+	addTool(s, &mcp.Tool{Name: "list_sessions", Description: "List sessions with their state (starting, idle, busy, dead, stopped), kernel, pid and number of history entries, and the warm kernels kept ready for new sessions.", Annotations: ro}, s.listSessions)
+	addTool(s, &mcp.Tool{Name: "run_code", Description: "Execute code in a persistent session, like a notebook cell: variables persist between calls, the last expression's value is shown, plots come back as images, exceptions name the failing line. A missing session is created. On timeout the run is interrupted and the namespace kept."}, s.runCode)
+	addTool(s, &mcp.Tool{Name: "run_file", Description: "Execute a file's code in a session's namespace (its variables stay defined). Relative paths resolve against the session's working directory."}, s.runFile)
+	addTool(s, &mcp.Tool{Name: "interrupt_session", Description: "Interrupt the code running in a session (like Ctrl-C). The namespace is kept. Answers at once, even while code runs."}, s.interruptSession)
+	addTool(s, &mcp.Tool{Name: "reset_session", Description: "Clear a session's namespace and history: a fresh kernel, an empty record. The session stays."}, s.resetSession)
+	addTool(s, &mcp.Tool{Name: "reset_run_context", Description: "Restart a session's kernel process: the namespace is cleared, the history is kept."}, s.resetRunContext)
+	addTool(s, &mcp.Tool{Name: "delete_session", Description: "Shut a session's kernel down and forget the session.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, s.deleteSession)
+	addTool(s, &mcp.Tool{Name: "install_package", Description: "pip-install a package into the session's own interpreter (the kernel's Python, not the server's); importable right after."}, s.installPackage)
+	addTool(s, &mcp.Tool{Name: "session_status", Description: "A session's interpreter path, language version, pid, memory, working directory and key package versions.", Annotations: ro}, s.sessionStatus)
 	s.addHistoryTools()
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_kernels", Description: "Installed Jupyter kernelspecs and the Python interpreters found (with their ipykernel versions).", Annotations: ro}, s.listKernels)
+	addTool(s, &mcp.Tool{Name: "list_kernels", Description: "Installed Jupyter kernelspecs and the Python interpreters found (with their ipykernel versions).", Annotations: ro}, s.listKernels)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -336,7 +336,7 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 		return nil, out, fmt.Errorf("session %q: %v", ss.id, err)
 	}
 	out.Note = strings.Join(notes, "\n")
-	content := render(res, &out, s.cfg.OutputLimit)
+	content := s.renderFor(ss, res, &out)
 	s.record(ss, historyEntry(code, source, res, out, gen, start, end))
 	return content, out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"io"
 	"log/slog"
 	"math"
@@ -40,6 +41,9 @@ type config struct {
 	MemoryLimit    int64         // bytes of address space per kernel; 0: none
 	MaxSessions    int           // sessions with a running kernel; 0: unlimited
 	PoolSize       int           // warm kernels kept per kind; 0: none
+	MaxInlineImage int64         // bytes of base64 an inline image may have
+	ImageMode      string        // inline or link
+	Tools          []string      // tools to offer; nil: all
 	IdleTimeout    time.Duration // 0: never stop idle kernels
 	StartTimeout   time.Duration
 	InterruptGrace time.Duration
@@ -82,6 +86,9 @@ var settings = []setting{
 	{"memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "0", "address-space limit (RLIMIT_AS) of each kernel in bytes, with an optional K, M or G suffix (2G, 512M); 0 means none; Linux only"},
 	{"max-sessions", "KERNEL_MCP_MAX_SESSIONS", "0", "most sessions with a running kernel at once; 0 means unlimited"},
 	{"pool-size", "KERNEL_MCP_POOL_SIZE", "1", "started, idle kernels kept ready per kind of kernel, so a new session or a reset takes milliseconds; 0 turns the pool off"},
+	{"max-inline-image", "KERNEL_MCP_MAX_INLINE_IMAGE", "1M", "largest image put inline in a result, in bytes after base64 encoding (K, M suffixes); a larger one is downscaled for the inline copy and kept whole as a session://{id}/outputs/{n} resource"},
+	{"image-mode", "KERNEL_MCP_IMAGE_MODE", "inline", "inline: images come back in results (downscaled past --max-inline-image); link: only as resource links"},
+	{"tools", "KERNEL_MCP_TOOLS", "all", "the tools offered: minimal (run_code, get_history, session_status), standard (sessions, execution, history), all, or a comma-separated list of tool names"},
 	{"idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "0", "seconds a kernel may run nothing before it is shut down (history kept); 0 means never"},
 	{"start-timeout", "KERNEL_MCP_START_TIMEOUT", "60", "seconds a kernel may take to start before it is given up"},
 	{"interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "5", "seconds an interrupted kernel gets to stop before it is restarted"},
@@ -251,6 +258,31 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			return config{}, invalid("pool-size", v, fmt.Sprintf("want an integer from 0 (no pool) to %d", maxPoolSize))
 		}
 		cfg.PoolSize = n
+	}
+
+	cfg.MaxInlineImage = 1 << 20
+	if v := get("max-inline-image"); v != "" {
+		n, err := parseBytes(v)
+		if err != nil || n < 1024 {
+			return config{}, invalid("max-inline-image", v, "want at least 1K bytes, with an optional K or M suffix, such as 1M or 500K")
+		}
+		cfg.MaxInlineImage = n
+	}
+
+	cfg.ImageMode = "inline"
+	if v := strings.ToLower(get("image-mode")); v != "" {
+		if v != "inline" && v != "link" {
+			return config{}, invalid("image-mode", get("image-mode"), "want inline or link")
+		}
+		cfg.ImageMode = v
+	}
+
+	if v := get("tools"); v != "" {
+		tools, err := mcpserver.ToolProfile(v)
+		if err != nil {
+			return config{}, invalid("tools", v, err.Error())
+		}
+		cfg.Tools = tools
 	}
 
 	if v := get("idle-timeout"); v != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ func defaults() config {
 		StartTimeout:   60 * time.Second,
 		InterruptGrace: 5 * time.Second,
 		PoolSize:       1,
+		MaxInlineImage: 1 << 20,
+		ImageMode:      "inline",
 	}
 }
 
@@ -132,6 +135,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "memory limit GB", args: []string{"--memory-limit", "4GB"}, want: func(c *config) { c.MemoryLimit = 4 << 30 }},
 		{name: "memory limit zero", env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "0"}, want: func(*config) {}},
 		{name: "memory limit empty flag", args: []string{"--memory-limit="}, env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "1G"}, want: func(*config) {}},
+		{name: "tools minimal", args: []string{"--tools", "minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "run_code", "session_status"} }},
+		{name: "tools list and profile", env: map[string]string{"KERNEL_MCP_TOOLS": " run_code, get_value ,minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "get_value", "run_code", "session_status"} }},
+		{name: "tools all", args: []string{"--tools", "ALL"}, want: func(*config) {}},
+		{name: "image link mode", env: map[string]string{"KERNEL_MCP_IMAGE_MODE": "Link"}, want: func(c *config) { c.ImageMode = "link" }},
+		{name: "max inline image", args: []string{"--max-inline-image", "500K"}, want: func(c *config) { c.MaxInlineImage = 500 << 10 }},
 		{name: "pool off", env: map[string]string{"KERNEL_MCP_POOL_SIZE": "0"}, want: func(c *config) { c.PoolSize = 0 }},
 		{name: "pool flag over env", args: []string{"--pool-size", "3"}, env: map[string]string{"KERNEL_MCP_POOL_SIZE": "0"}, want: func(c *config) { c.PoolSize = 3 }},
 		{name: "idle timeout fraction", args: []string{"--idle-timeout", ".5"}, want: func(c *config) { c.IdleTimeout = 500 * time.Millisecond }},
@@ -144,7 +152,7 @@ func TestParseConfig(t *testing.T) {
 			}
 			want := defaults()
 			tt.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("parseConfig =\n %+v\nwant\n %+v", got, want)
 			}
 		})
@@ -182,6 +190,10 @@ func TestParseConfigInvalid(t *testing.T) {
 		{name: "memory limit suffix only", args: []string{"--memory-limit", "G"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
 		{name: "memory limit double suffix", args: []string{"--memory-limit", "1KM"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT"}},
 		{name: "memory limit overflow", args: []string{"--memory-limit", "9000000000G"}, want: []string{"--memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "too large"}},
+		{name: "unknown tool", args: []string{"--tools", "run_code,rm_rf"}, want: []string{"--tools", "KERNEL_MCP_TOOLS", `"rm_rf"`, "minimal, standard"}},
+		{name: "no tools", env: map[string]string{"KERNEL_MCP_TOOLS": ","}, want: []string{"--tools", "no tools named"}},
+		{name: "bad image mode", args: []string{"--image-mode", "ascii-art"}, want: []string{"--image-mode", "KERNEL_MCP_IMAGE_MODE", "inline or link"}},
+		{name: "inline image too small", args: []string{"--max-inline-image", "10"}, want: []string{"--max-inline-image", "at least 1K"}},
 		{name: "pool size negative", args: []string{"--pool-size", "-1"}, want: []string{"--pool-size", "KERNEL_MCP_POOL_SIZE", "0 (no pool) to 16"}},
 		{name: "pool size too big", env: map[string]string{"KERNEL_MCP_POOL_SIZE": "100"}, want: []string{"--pool-size", "KERNEL_MCP_POOL_SIZE"}},
 		{name: "max sessions negative", args: []string{"--max-sessions", "-1"}, want: []string{"--max-sessions", "KERNEL_MCP_MAX_SESSIONS"}},

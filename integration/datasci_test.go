@@ -1,0 +1,478 @@
+//go:build unix
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mustRun runs code and fails unless it succeeded.
+func (s *server) mustRun(session, code string) runOutput {
+	s.t.Helper()
+	_, out := s.run(session, code)
+	if out.Status != "ok" {
+		s.t.Fatalf("run %q: %+v", code, out)
+	}
+	return out
+}
+
+// jsonOf re-encodes v and decodes it with exact numbers, for comparing.
+func jsonOf(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGetValue: values come back as real JSON, with their Python type; a
+// value that cannot be converted names its type; nothing is left in the
+// user's namespace or history.
+func TestGetValue(t *testing.T) {
+	requirePython(t, "numpy", "pandas")
+	s := startServer(t)
+	s.mustRun("gv", `import datetime, numpy as np, pandas as pd
+i, f, big, nan, text = 42, 1.5, 2**62, float("nan"), "héllo"
+items = [1, None, 2.5, "x", True]
+d = {"a": 1, "b": [1, 2], 3: "int key"}
+when = datetime.datetime(2024, 1, 2, 3, 4, 5)
+n64, f32, npnan = np.int64(7), np.float32(0.5), np.float64("nan")
+arr = np.array([[1, 2], [3, 4]])
+arrnan = np.array([1.0, np.nan, np.inf])
+series = pd.Series([1.0, None], index=["x", "y"], name="s")
+frame = pd.DataFrame({"a": [1, 2], "b": ["x", None], "t": pd.to_datetime(["2024-01-01", None])})
+class Thing: pass
+thing = Thing()`)
+	for _, tc := range []struct{ expr, typ, value string }{
+		{"i", "int", `42`},
+		{"f", "float", `1.5`},
+		{"big", "int", `4611686018427387904`},
+		{"nan", "float", `null`},
+		{"text", "str", `"héllo"`},
+		{"items", "list", `[1, null, 2.5, "x", true]`},
+		{"d", "dict", `{"a": 1, "b": [1, 2], "3": "int key"}`},
+		{"when", "datetime.datetime", `"2024-01-02T03:04:05"`},
+		{"n64", "numpy.int64", `7`},
+		{"f32", "numpy.float32", `0.5`},
+		{"npnan", "numpy.float64", `null`},
+		{"arr", "numpy.ndarray", `[[1, 2], [3, 4]]`},
+		{"arrnan", "numpy.ndarray", `[1.0, null, null]`},
+		{"series", "Series", `{"name": "s", "index": ["x", "y"], "values": [1.0, null]}`},
+		{"frame", "DataFrame", `{"columns": ["a", "b", "t"], "index": [0, 1], "records": [{"a": 1, "b": "x", "t": "2024-01-01T00:00:00"}, {"a": 2, "b": null, "t": null}]}`},
+		{"arr.sum() * 2", "numpy.int64", `20`},
+		{"None", "NoneType", `null`},
+	} {
+		res := s.call("get_value", map[string]any{"session_id": "gv", "expression": tc.expr})
+		if res.IsError {
+			t.Errorf("get_value %s: %s", tc.expr, text(res))
+			continue
+		}
+		got := structured[struct {
+			Type  string `json:"type"`
+			Value any    `json:"value"`
+		}](t, res)
+		var want any
+		dec := json.NewDecoder(strings.NewReader(tc.value))
+		dec.UseNumber()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		// Compare numbers by value (1.0 and 1 are the same JSON number).
+		// pandas names its classes pandas.DataFrame or
+		// pandas.core.frame.DataFrame, depending on its version.
+		typeOK := got.Type == tc.typ || strings.HasPrefix(got.Type, "pandas.") && strings.HasSuffix(got.Type, "."+tc.typ)
+		if g, w := normalize(jsonOf(t, got.Value)), normalize(want); !reflect.DeepEqual(g, w) || !typeOK {
+			t.Errorf("get_value %s = %s %v; want %s %v", tc.expr, got.Type, g, tc.typ, w)
+		}
+		// This client decodes structured numbers as float64; the text has
+		// the exact JSON.
+		if tc.expr == "big" && !strings.Contains(text(res), tc.value) {
+			t.Errorf("get_value big: text %q lacks %s", text(res), tc.value)
+		}
+	}
+	for expr, want := range map[string]string{
+		"thing":          "__main__.Thing cannot be converted to JSON",
+		"undefined_name": "NameError",
+		"1/0":            "ZeroDivisionError",
+		"x = 1":          "SyntaxError",
+		"{1j: 2}":        "complex cannot be a JSON key",
+	} {
+		res := s.call("get_value", map[string]any{"session_id": "gv", "expression": expr})
+		if !res.IsError || !strings.Contains(text(res), want) {
+			t.Errorf("get_value %s: isError=%v %q, want an error saying %q", expr, res.IsError, text(res), want)
+		}
+	}
+	// Helpers leave nothing behind: no names, no history, no Out.
+	out := s.mustRun("gv", "sorted(k for k in globals() if 'km' in k), len(In), len(Out)")
+	if out.Result != "([], 3, 0)" {
+		t.Errorf("after get_value: %s, want ([], 3, 0): nothing defined, only the two run_code cells in In", out.Result)
+	}
+	if res := s.call("get_value", map[string]any{"session_id": "nosuch", "expression": "1"}); !res.IsError || !strings.Contains(text(res), "no session") {
+		t.Errorf("get_value in a missing session: %s", text(res))
+	}
+}
+
+// normalize turns json.Numbers into float64, so 1 and 1.0 compare equal.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		f, _ := v.Float64()
+		return f
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = normalize(x)
+		}
+		return out
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			out[k] = normalize(x)
+		}
+		return out
+	}
+	return v
+}
+
+// TestListVariables: a large array and frame, and an object whose repr
+// would take a minute, are described in a moment from their shapes alone.
+func TestListVariables(t *testing.T) {
+	requirePython(t, "numpy", "pandas")
+	s := startServer(t)
+	s.mustRun("lv", `import numpy as np, pandas as pd, time
+big = np.zeros((12000, 12000))  # 1.07 GiB
+frame = pd.DataFrame(np.ones((1_000_000, 12)), columns=[f"c{i}" for i in range(12)])
+class Slow:
+    def __repr__(self):
+        time.sleep(60)
+        return "slow"
+    def __len__(self):
+        return 3
+slow = Slow()
+name = "x" * 10000
+numbers = list(range(100000))
+_hidden = 1
+def helper(): pass`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_variables", Arguments: map[string]any{"session_id": "lv"}})
+	if err != nil {
+		t.Fatalf("list_variables (a repr of a whole object would take a minute): %v", err)
+	}
+	t.Logf("MEASURE: list_variables with a 1 GiB array and a 1,000,000-row frame: %v", time.Since(t0).Round(time.Millisecond))
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	out := structured[struct {
+		Variables []struct {
+			Name   string `json:"name"`
+			Type   string `json:"type"`
+			Shape  []int  `json:"shape"`
+			DType  string `json:"dtype"`
+			Length *int   `json:"length"`
+			Repr   string `json:"repr"`
+		} `json:"variables"`
+		Total int `json:"total"`
+	}](t, res)
+	byName := map[string]int{}
+	var names []string
+	for i, v := range out.Variables {
+		byName[v.Name] = i
+		names = append(names, v.Name)
+		if len(v.Repr) > 200 {
+			t.Errorf("%s: repr of %d characters", v.Name, len(v.Repr))
+		}
+	}
+	if want := []string{"Slow", "big", "frame", "helper", "name", "numbers", "slow"}; !slices.Equal(names, want) || out.Total != len(want) {
+		t.Fatalf("variables %v (total %d), want %v: no modules, builtins, IPython names or _names", names, out.Total, want)
+	}
+	if v := out.Variables[byName["big"]]; !slices.Equal(v.Shape, []int{12000, 12000}) || v.DType != "float64" || v.Type != "numpy.ndarray" {
+		t.Errorf("big: %+v", v)
+	}
+	if v := out.Variables[byName["frame"]]; !slices.Equal(v.Shape, []int{1000000, 12}) || !strings.Contains(v.Repr, "c0") {
+		t.Errorf("frame: %+v", v)
+	}
+	if v := out.Variables[byName["slow"]]; v.Length == nil || *v.Length != 3 || strings.Contains(v.Repr, "slow") {
+		t.Errorf("slow: %+v", v)
+	}
+	if v := out.Variables[byName["numbers"]]; v.Length == nil || *v.Length != 100000 {
+		t.Errorf("numbers: %+v", v)
+	}
+}
+
+// TestCompleteInspect: completion and help come straight from the kernel.
+func TestCompleteInspect(t *testing.T) {
+	s := startServer(t)
+	res := s.call("complete", map[string]any{"code": "import os; os.pa"})
+	c := structured[struct {
+		Matches     []string `json:"matches"`
+		CursorStart int      `json:"cursor_start"`
+		CursorEnd   int      `json:"cursor_end"`
+	}](t, res)
+	if !slices.ContainsFunc(c.Matches, func(m string) bool { return strings.HasSuffix(m, "path") }) || c.CursorEnd != len("import os; os.pa") {
+		t.Errorf("complete os.pa: %+v", c)
+	}
+	res = s.call("inspect", map[string]any{"code": "len"})
+	in := structured[struct {
+		Found bool   `json:"found"`
+		Text  string `json:"text"`
+	}](t, res)
+	if !in.Found || !strings.Contains(in.Text, "Return the number of items") || strings.Contains(in.Text, "\x1b[") {
+		t.Errorf("inspect len: %+v", in)
+	}
+	if res := s.call("inspect", map[string]any{"code": "no_such_name_here"}); res.IsError || structured[struct {
+		Found bool `json:"found"`
+	}](t, res).Found {
+		t.Errorf("inspect of an unknown name: %s", text(res))
+	}
+	if res := s.call("complete", map[string]any{"code": "abc", "cursor_pos": 9}); !res.IsError || !strings.Contains(text(res), "outside the code") {
+		t.Errorf("cursor_pos beyond the code: %s", text(res))
+	}
+}
+
+// TestSaveFigure: the latest figure is written as a valid PNG, into
+// folders that did not exist; index counts back; no figure says so.
+func TestSaveFigure(t *testing.T) {
+	requirePython(t, "matplotlib", "numpy")
+	s := startServer(t)
+	if res := s.call("save_figure", map[string]any{"session_id": "fig", "path": filepath.Join(t.TempDir(), "x.png")}); !res.IsError || !strings.Contains(text(res), "no session") {
+		t.Errorf("save_figure before the session exists: %s", text(res))
+	}
+	s.mustRun("fig", "x = 1")
+	if res := s.call("save_figure", map[string]any{"session_id": "fig", "path": filepath.Join(t.TempDir(), "x.png")}); !res.IsError || !strings.Contains(text(res), "no figure") {
+		t.Errorf("save_figure without a figure: %s", text(res))
+	}
+	s.mustRun("fig", "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(8, 2))\nax.plot([1, 3, 2])\nplt.show()")
+	s.mustRun("fig", "fig, ax = plt.subplots(figsize=(2, 6))\nax.bar([1, 2], [3, 4])\nplt.show()")
+	dir := filepath.Join(t.TempDir(), "new", "folders")
+	for _, tc := range []struct {
+		index int
+		wide  bool // the first figure is wide, the latest tall
+	}{{0, false}, {1, false}, {2, true}} {
+		path := filepath.Join(dir, "fig.png")
+		args := map[string]any{"session_id": "fig", "path": path}
+		if tc.index > 0 {
+			args["index"] = tc.index
+		}
+		res := s.call("save_figure", args)
+		if res.IsError {
+			t.Fatalf("save_figure index %d: %s", tc.index, text(res))
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("index %d: not a PNG: %v", tc.index, err)
+		}
+		if b := img.Bounds(); (b.Dx() > 2*b.Dy()) != tc.wide || b.Dx() < 50 || b.Dy() < 50 {
+			t.Errorf("index %d: a %dx%d image, want the %s figure", tc.index, b.Dx(), b.Dy(), map[bool]string{true: "wide", false: "tall"}[tc.wide])
+		}
+	}
+	if res := s.call("save_figure", map[string]any{"session_id": "fig", "path": filepath.Join(dir, "y.png"), "index": 3}); !res.IsError || !strings.Contains(text(res), "has 2 image") {
+		t.Errorf("index beyond the images: %s", text(res))
+	}
+}
+
+// TestDataTools: load, describe, plot and regress, each run as ordinary
+// code kept in the history.
+func TestDataTools(t *testing.T) {
+	requirePython(t, "numpy", "pandas", "matplotlib", "statsmodels")
+	s := startServer(t)
+	dir := t.TempDir()
+	csv := "x,z,y,label\n"
+	if err := os.WriteFile(filepath.Join(dir, "small.csv"), []byte(csv+"1,2,3,a\n4,,6,b\n7,8,9,c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.call("create_session", map[string]any{"session_id": "eda", "cwd": dir}); res.IsError {
+		t.Fatal(text(res))
+	}
+	res := s.call("load_data", map[string]any{"session_id": "eda", "path": "small.csv"})
+	if res.IsError || !strings.Contains(text(res), "3 rows x 4 columns") || !strings.Contains(text(res), "label") {
+		t.Fatalf("load_data: %s", text(res))
+	}
+	res = s.call("describe_data", map[string]any{"session_id": "eda"})
+	if res.IsError || !strings.Contains(text(res), "missing values per column") || !regexp.MustCompile(`\bz\s+1\b`).MatchString(text(res)) {
+		t.Fatalf("describe_data: %s", text(res))
+	}
+	res = s.call("plot_data", map[string]any{"session_id": "eda", "kind": "scatter", "x": "x", "y": "y"})
+	if res.IsError || !slices.ContainsFunc(res.Content, func(c mcp.Content) bool { _, ok := c.(*mcp.ImageContent); return ok }) {
+		t.Fatalf("plot_data: %s", text(res))
+	}
+	for _, bad := range []map[string]any{
+		{"session_id": "eda", "kind": "pie"},
+		{"session_id": "eda", "kind": "scatter", "x": "x"},
+		{"session_id": "eda", "kind": "line", "name": "df; import os"},
+	} {
+		if res := s.call("plot_data", bad); !res.IsError {
+			t.Errorf("plot_data %v: accepted", bad)
+		}
+	}
+	if res := s.call("load_data", map[string]any{"session_id": "eda", "path": "missing.csv"}); !res.IsError || !strings.Contains(text(res), "no such file") {
+		t.Errorf("load_data of a missing file: %s", text(res))
+	}
+	hist := text(s.call("get_history", map[string]any{"session_id": "eda"}))
+	for _, want := range []string{"pd.read_csv(", ".describe(include=\"all\")", ".plot(kind=\"scatter\""} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("history lacks %q:\n%s", want, hist)
+		}
+	}
+	if res := s.call("save_figure", map[string]any{"session_id": "eda", "path": "plots/scatter.png"}); res.IsError {
+		t.Errorf("save_figure after plot_data: %s", text(res))
+	} else if _, err := os.Stat(filepath.Join(dir, "plots", "scatter.png")); err != nil {
+		t.Errorf("save_figure with a relative path did not write into the session's cwd: %v", err)
+	}
+}
+
+// TestEstimateOLS recovers known coefficients and matches statsmodels run
+// directly.
+func TestEstimateOLS(t *testing.T) {
+	requirePython(t, "numpy", "pandas", "statsmodels")
+	s := startServer(t)
+	s.mustRun("ols", `import numpy as np, pandas as pd
+rng = np.random.default_rng(7)
+n = 1000
+data = pd.DataFrame({"x": rng.normal(size=n), "z": rng.normal(size=n)})
+data["y"] = 1 + 2 * data["x"] - 3 * data["z"] + rng.normal(size=n)`)
+	res := s.call("estimate_ols", map[string]any{"session_id": "ols", "name": "data", "y": "y", "x": []string{"x", "z"}})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	type stat struct {
+		Stat *float64 `json:"stat"`
+		P    *float64 `json:"p"`
+		Lags int      `json:"lags"`
+	}
+	out := structured[struct {
+		Model        string `json:"model"`
+		Nobs         int    `json:"nobs"`
+		Coefficients []struct {
+			Name   string  `json:"name"`
+			Coef   float64 `json:"coef"`
+			StdErr float64 `json:"std_err"`
+		} `json:"coefficients"`
+		R2             float64 `json:"r2"`
+		AdjR2          float64 `json:"adj_r2"`
+		DurbinWatson   float64 `json:"durbin_watson"`
+		JarqueBera     stat    `json:"jarque_bera"`
+		BreuschGodfrey stat    `json:"breusch_godfrey"`
+		Summary        string  `json:"summary"`
+	}](t, res)
+	want := map[string]float64{"const": 1, "x": 2, "z": -3}
+	if out.Nobs != 1000 || len(out.Coefficients) != 3 {
+		t.Fatalf("estimate: %+v", out)
+	}
+	for _, c := range out.Coefficients {
+		if w, ok := want[c.Name]; !ok || math.Abs(c.Coef-w) > 3*c.StdErr || c.StdErr <= 0 {
+			t.Errorf("%s = %.4f ± %.4f, want %v within 3 standard errors", c.Name, c.Coef, c.StdErr, w)
+		}
+	}
+	if out.JarqueBera.Stat == nil || out.BreuschGodfrey.P == nil || out.BreuschGodfrey.Lags != 2 || !strings.Contains(out.Summary, "OLS Regression Results") {
+		t.Errorf("tests and summary: %+v", out)
+	}
+	direct := structured[struct {
+		Value []float64 `json:"value"`
+	}](t, s.call("get_value", map[string]any{"session_id": "ols", "expression": `(lambda m: [m.rsquared, m.rsquared_adj, __import__("statsmodels.stats.stattools", fromlist=["x"]).durbin_watson(m.resid)])(__import__("statsmodels.api", fromlist=["x"]).OLS(data["y"], __import__("statsmodels.api", fromlist=["x"]).add_constant(data[["x", "z"]])).fit())`}))
+	if len(direct.Value) != 3 || direct.Value[0] != out.R2 || direct.Value[1] != out.AdjR2 || direct.Value[2] != out.DurbinWatson {
+		t.Errorf("R², adj. R², Durbin-Watson %v %v %v; statsmodels directly: %v", out.R2, out.AdjR2, out.DurbinWatson, direct.Value)
+	}
+	if got := s.mustRun("ols", "type(model).__name__").Result; got != "'RegressionResultsWrapper'" {
+		t.Errorf("model variable: %s", got)
+	}
+	// A missing package is named, with the tool that installs it.
+	s.mustRun("nostats", `import sys, importlib.abc
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "statsmodels":
+            raise ModuleNotFoundError("No module named 'statsmodels'", name="statsmodels")
+sys.meta_path.insert(0, Block())
+import pandas as pd
+df = pd.DataFrame({"y": [1.0, 2, 3], "x": [1.0, 2, 4]})`)
+	res = s.call("estimate_ols", map[string]any{"session_id": "nostats", "y": "y", "x": []string{"x"}})
+	if !res.IsError || !strings.Contains(text(res), "install_package") || !strings.Contains(text(res), `"statsmodels"`) {
+		t.Errorf("estimate_ols without statsmodels: %s", text(res))
+	}
+}
+
+// TestToolProfiles: each profile lists exactly its tools.
+func TestToolProfiles(t *testing.T) {
+	standard := []string{"create_session", "delete_history", "delete_session", "export_history", "get_history",
+		"interrupt_session", "list_sessions", "rerun_code", "reset_run_context", "reset_session", "run_code",
+		"run_file", "save_notebook", "save_script", "session_status"}
+	for _, tc := range []struct {
+		flag string
+		want []string
+	}{
+		{"minimal", []string{"get_history", "run_code", "session_status"}},
+		{"standard", standard},
+		{"run_code,get_value", []string{"get_value", "run_code"}},
+		{"all", nil},
+	} {
+		s := startServerEnv(t, []string{"KERNEL_MCP_POOL_SIZE=0"}, "--tools", tc.flag)
+		lt, err := s.cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tool := range lt.Tools {
+			got = append(got, tool.Name)
+		}
+		slices.Sort(got)
+		if tc.want == nil {
+			if len(got) != 26 || !slices.Contains(got, "estimate_ols") || !slices.Contains(got, "list_kernels") {
+				t.Errorf("--tools all: %d tools %v", len(got), got)
+			}
+		} else if !slices.Equal(got, tc.want) {
+			t.Errorf("--tools %s: %v, want %v", tc.flag, got, tc.want)
+		}
+		s.close()
+	}
+}
+
+// TestExampleEDA runs examples/eda, the README's walk-through, against the
+// binary under test.
+func TestExampleEDA(t *testing.T) {
+	requirePython(t, "numpy", "pandas", "matplotlib", "statsmodels")
+	exe := filepath.Join(t.TempDir(), "eda")
+	if out, err := exec.Command("go", "build", "-o", exe, "../examples/eda").CombinedOutput(); err != nil {
+		t.Fatalf("building examples/eda: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	out, err := exec.Command(exe, "-server", binary, "-dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("examples/eda: %v\n%s", err, out)
+	}
+	for _, want := range []string{"200 rows x 4 columns", "advertising    4", "[image/png image", "OLS Regression Results", "Breusch-Godfrey", "R² 0.9", `"index":["const","price","advertising"]`, "Saved "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("examples/eda output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "figures", "price_vs_sales.png")); err != nil {
+		t.Errorf("the figure was not saved: %v", err)
+	}
+}

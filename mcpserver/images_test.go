@@ -1,0 +1,402 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// scatterPNG draws something like a scatter plot: a white w x h canvas
+// with dots of a few colors, encoded as PNG.
+func scatterPNG(t testing.TB, w, h, dots int) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	img.Pix[0] = 0xff // white, by doubling copies: the race detector makes a loop slow
+	for n := 1; n < len(img.Pix); n *= 2 {
+		copy(img.Pix[n:], img.Pix[:n])
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	colors := []color.NRGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {0, 0, 0, 255}}
+	for i := range dots {
+		x, y, c := rng.IntN(w-3), rng.IntN(h-3), colors[i%len(colors)]
+		for dy := range 3 {
+			for dx := range 3 {
+				img.SetNRGBA(x+dx, y+dy, c)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func noiseJPEG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(rng.IntN(256))
+		if i%4 == 3 {
+			img.Pix[i] = 0xff
+		}
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func testPolicy(maxInline int) (*imagePolicy, *imageStore) {
+	st := newImageStore()
+	return &imagePolicy{maxInline: maxInline, session: "t", store: func() *imageStore { return st }}, st
+}
+
+// contentKinds is a short form of a content list: "image,link,text".
+func contentKinds(c []mcp.Content) string {
+	var k []string
+	for _, x := range c {
+		switch x.(type) {
+		case *mcp.ImageContent:
+			k = append(k, "image")
+		case *mcp.ResourceLink:
+			k = append(k, "link")
+		case *mcp.TextContent:
+			k = append(k, "text")
+		default:
+			k = append(k, "other")
+		}
+	}
+	return strings.Join(k, ",")
+}
+
+func TestImageDownscalePNG(t *testing.T) {
+	t.Parallel()
+	const limit = 100_000
+	full := scatterPNG(t, 3000, 2000, 12000)
+	if base64.StdEncoding.EncodedLen(len(full)) <= limit {
+		t.Fatalf("test image is only %d bytes: too small to need downscaling", len(full))
+	}
+	pol, st := testPolicy(limit)
+	content, uri, ok := renderImage(pol, "image/png", full)
+	if !ok || uri != "session://t/outputs/1" {
+		t.Fatalf("ok=%v uri=%q", ok, uri)
+	}
+	if got := contentKinds(content); got != "image,link,text" {
+		t.Fatalf("content %s, want image,link,text", got)
+	}
+	img := content[0].(*mcp.ImageContent)
+	if img.MIMEType != "image/png" {
+		t.Fatalf("inline copy is %s", img.MIMEType)
+	}
+	if n := base64.StdEncoding.EncodedLen(len(img.Data)); n > limit {
+		t.Fatalf("inline copy has %d bytes of base64, over %d", n, limit)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(img.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Width >= 3000 || cfg.Height >= 2000 || cfg.Width < 100 {
+		t.Fatalf("inline copy is %dx%d", cfg.Width, cfg.Height)
+	}
+	if d := float64(cfg.Height) - float64(cfg.Width)*2000/3000; d > 1 || d < -1 {
+		t.Fatalf("inline copy %dx%d does not keep the 3:2 aspect ratio", cfg.Width, cfg.Height)
+	}
+	link := content[1].(*mcp.ResourceLink)
+	if link.URI != uri || link.Name != "output-1.png" || link.MIMEType != "image/png" || link.Size == nil || *link.Size != int64(len(full)) {
+		t.Fatalf("link %+v", link)
+	}
+	note := content[2].(*mcp.TextContent).Text
+	for _, want := range []string{"2000", "3000x2000", uri} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	kept, _, _, ok := st.get(1)
+	if !ok || !bytes.Equal(kept.data, full) || kept.mime != "image/png" {
+		t.Fatalf("store does not hold the full image: ok=%v %d bytes", ok, len(kept.data))
+	}
+	t.Logf("%d bytes → %dx%d, %d bytes", len(full), cfg.Width, cfg.Height, len(img.Data))
+}
+
+func TestImageScaledSizeKeepsAspect(t *testing.T) {
+	for _, tc := range [][2]int{{3000, 2000}, {2000, 3000}, {1000, 1}, {1, 1000}, {7, 5}, {2, 2}, {4096, 17}} {
+		for _, s := range []float64{0.999, 0.5, 0.333, 0.01, 0.0001} {
+			w, h := scaledSize(tc[0], tc[1], s)
+			if w < 1 || h < 1 || (w >= tc[0] && h >= tc[1] && tc[0]*tc[1] > 1) || w > tc[0] || h > tc[1] {
+				t.Errorf("scaledSize(%v, %v) = %dx%d", tc, s, w, h)
+			}
+			if w > 1 && h > 1 {
+				if d := float64(h) - float64(w)*float64(tc[1])/float64(tc[0]); d > 1 || d < -1 {
+					t.Errorf("scaledSize(%v, %v) = %dx%d: aspect ratio off by %.2f px", tc, s, w, h, d)
+				}
+			}
+		}
+	}
+}
+
+// The box filter averages: a 2x2 checkerboard of black and white halves to
+// mid-gray, and transparent pixels do not darken opaque ones.
+func TestImageResizeAverages(t *testing.T) {
+	src := image.NewRGBA(image.Rect(0, 0, 4, 2))
+	for x := range 4 {
+		for y := range 2 {
+			if (x+y)%2 == 0 {
+				src.SetRGBA(x, y, color.RGBA{255, 255, 255, 255})
+			} else {
+				src.SetRGBA(x, y, color.RGBA{0, 0, 0, 255})
+			}
+		}
+	}
+	dst := resize(src, 2, 1)
+	for x := range 2 {
+		if c := dst.RGBAAt(x, 0); c.R < 126 || c.R > 129 || c.A != 255 {
+			t.Errorf("pixel %d = %v, want mid-gray", x, c)
+		}
+	}
+	// 3 → 2 pixels: the middle one is shared half and half.
+	row := image.NewRGBA(image.Rect(0, 0, 3, 1))
+	row.SetRGBA(0, 0, color.RGBA{0, 0, 0, 255})
+	row.SetRGBA(1, 0, color.RGBA{90, 90, 90, 255})
+	row.SetRGBA(2, 0, color.RGBA{180, 180, 180, 255})
+	got := resize(row, 2, 1)
+	if a, b := got.RGBAAt(0, 0).R, got.RGBAAt(1, 0).R; a != 30 || b != 150 {
+		t.Errorf("3→2: %d, %d; want 30, 150", a, b)
+	}
+	// Red over transparent stays pure red, half as opaque.
+	tr := image.NewRGBA(image.Rect(0, 0, 2, 1))
+	tr.SetRGBA(0, 0, color.RGBA{255, 0, 0, 255})
+	if c := color.NRGBAModel.Convert(resize(tr, 1, 1).RGBAAt(0, 0)).(color.NRGBA); c.R != 255 || c.G != 0 || c.A < 127 || c.A > 128 {
+		t.Errorf("red over transparent: %v", c)
+	}
+}
+
+func TestImageJPEGStaysJPEG(t *testing.T) {
+	t.Parallel()
+	const limit = 20_000
+	full := noiseJPEG(t, 1200, 800)
+	pol, _ := testPolicy(limit)
+	content, _, _ := renderImage(pol, "image/jpeg", full)
+	if got := contentKinds(content); got != "image,link,text" {
+		t.Fatalf("content %s", got)
+	}
+	img := content[0].(*mcp.ImageContent)
+	if img.MIMEType != "image/jpeg" || base64.StdEncoding.EncodedLen(len(img.Data)) > limit {
+		t.Fatalf("inline copy %s of %d bytes", img.MIMEType, len(img.Data))
+	}
+	cfg, err := jpeg.DecodeConfig(bytes.NewReader(img.Data))
+	if err != nil {
+		t.Fatalf("inline copy is not a JPEG: %v", err)
+	}
+	if d := float64(cfg.Height) - float64(cfg.Width)*800/1200; d > 1 || d < -1 {
+		t.Fatalf("inline copy %dx%d", cfg.Width, cfg.Height)
+	}
+	if l := content[1].(*mcp.ResourceLink); l.Name != "output-1.jpg" || l.MIMEType != "image/jpeg" {
+		t.Fatalf("link %+v", l)
+	}
+}
+
+func TestImageSmallInline(t *testing.T) {
+	small := scatterPNG(t, 64, 48, 10)
+	pol, st := testPolicy(1 << 20)
+	content, uri, _ := renderImage(pol, "image/png", small)
+	if got := contentKinds(content); got != "image" {
+		t.Fatalf("content %s, want the image alone", got)
+	}
+	if !bytes.Equal(content[0].(*mcp.ImageContent).Data, small) {
+		t.Fatal("a small image is not inline as it is")
+	}
+	if _, _, _, ok := st.get(1); !ok || uri != "session://t/outputs/1" {
+		t.Fatalf("a small image is not kept too: %q", uri)
+	}
+}
+
+func TestImageUndecodableAndSVGLinkOnly(t *testing.T) {
+	pol, _ := testPolicy(1000)
+	bogus := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 5000)...)
+	content, _, _ := renderImage(pol, "image/png", bogus)
+	if got := contentKinds(content); got != "link,text" {
+		t.Fatalf("undecodable: content %s, want link,text", got)
+	}
+	if note := content[1].(*mcp.TextContent).Text; !strings.Contains(note, "session://t/outputs/1") || !strings.Contains(note, "cannot decode") {
+		t.Errorf("undecodable note: %q", note)
+	}
+	svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>`)
+	for _, data := range [][]byte{svg, bytes.Repeat(svg, 100)} {
+		content, uri, _ := renderImage(pol, svgType, data)
+		if got := contentKinds(content); got != "link,text" {
+			t.Fatalf("SVG of %d bytes: content %s, want link,text", len(data), got)
+		}
+		if l := content[0].(*mcp.ResourceLink); l.URI != uri || !strings.HasSuffix(l.Name, ".svg") || l.MIMEType != svgType {
+			t.Fatalf("SVG link %+v", l)
+		}
+	}
+}
+
+func TestImageLinkOnlyMode(t *testing.T) {
+	pol, _ := testPolicy(1 << 20)
+	pol.linkOnly = true
+	content, uri, _ := renderImage(pol, "image/png", scatterPNG(t, 64, 48, 10))
+	if got := contentKinds(content); got != "link,text" {
+		t.Fatalf("content %s, want link,text", got)
+	}
+	note := content[1].(*mcp.TextContent).Text
+	for _, want := range []string{"image/png", "64x48", uri} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	if strings.Contains(note, "\n") {
+		t.Errorf("note is not one line: %q", note)
+	}
+}
+
+func TestImageStoreBounds(t *testing.T) {
+	st := newImageStore()
+	for i := range 65 {
+		if n, ok := st.add("image/png", []byte{byte(i)}); !ok || n != i+1 {
+			t.Fatalf("add %d: n=%d ok=%v", i, n, ok)
+		}
+	}
+	if _, oldest, last, ok := st.get(1); ok || oldest != 2 || last != 65 {
+		t.Fatalf("the 65th image must drop the 1st: ok=%v oldest=%d last=%d", ok, oldest, last)
+	}
+	for _, n := range []int{2, 65} {
+		if img, _, _, ok := st.get(n); !ok || img.data[0] != byte(n-1) {
+			t.Fatalf("image %d: ok=%v", n, ok)
+		}
+	}
+	if _, _, _, ok := st.get(66); ok {
+		t.Fatal("image 66 was never made")
+	}
+
+	// The memory bound drops the oldest too.
+	st = newImageStore()
+	st.maxBytes = 1000
+	for range 3 {
+		st.add("image/png", make([]byte, 400))
+	}
+	if _, oldest, _, ok := st.get(1); ok || oldest != 2 || st.bytes != 800 {
+		t.Fatalf("memory bound: image 1 kept=%v, oldest %d, %d bytes", ok, oldest, st.bytes)
+	}
+	// An image larger than the bound is not kept, and its number is used.
+	if n, ok := st.add("image/png", make([]byte, 1001)); ok || n != 4 {
+		t.Fatalf("oversized image: n=%d ok=%v", n, ok)
+	}
+	if n, _ := st.add("image/png", make([]byte, 10)); n != 5 {
+		t.Fatalf("next number %d, want 5", n)
+	}
+	if st.bytes > st.maxBytes {
+		t.Fatalf("%d bytes kept, over %d", st.bytes, st.maxBytes)
+	}
+}
+
+// renderWith keeps each display's image and names it in the display.
+func TestFormatDisplayResource(t *testing.T) {
+	pngData := scatterPNG(t, 64, 48, 10)
+	b64, _ := json.Marshal(base64.StdEncoding.EncodeToString(pngData))
+	fig, _ := json.Marshal("<Figure size 64x48 with 1 Axes>")
+	res := &kernel.ExecuteResult{Outputs: []kernel.Output{
+		{Type: kernel.OutputStream, Name: "stdout", Text: "before\n"},
+		{Type: kernel.OutputDisplayData, Data: map[string]json.RawMessage{"image/png": b64, "text/plain": fig}},
+		{Type: kernel.OutputDisplayData, Data: map[string]json.RawMessage{"image/png": b64, "text/plain": fig}},
+	}}
+	pol, _ := testPolicy(1 << 20)
+	var out RunOutput
+	content := renderWith(res, &out, 20000, pol)
+	if got := contentKinds(content); got != "text,image,image" {
+		t.Fatalf("content %s", got)
+	}
+	if len(out.Displays) != 2 || out.Displays[0].Resource != "session://t/outputs/1" || out.Displays[1].Resource != "session://t/outputs/2" {
+		t.Fatalf("displays %+v", out.Displays)
+	}
+	// Without a policy nothing is kept and the image is inline.
+	out = RunOutput{}
+	content = render(res, &out, 20000)
+	if got := contentKinds(content); got != "text,image,image" || out.Displays[0].Resource != "" {
+		t.Fatalf("render: content %s, displays %+v", got, out.Displays)
+	}
+}
+
+// The resource template serves kept images and explains the missing ones.
+func TestImageResource(t *testing.T) {
+	srv, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ss, err := srv.lookupOrCreate("pics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ss.imageStore(true)
+	pngData := scatterPNG(t, 64, 48, 10)
+	svg := `<svg xmlns="http://www.w3.org/2000/svg"/>`
+	st.add("image/png", pngData)
+	st.add(svgType, []byte(svg))
+	st.maxCount = 2
+	st.add("image/png", pngData) // drops 1
+
+	ct, stt := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	sss, err := srv.MCP().Connect(ctx, stt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "session://pics/outputs/3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Contents) != 1 || r.Contents[0].MIMEType != "image/png" || !bytes.Equal(r.Contents[0].Blob, pngData) {
+		t.Fatalf("output 3: %+v", r.Contents)
+	}
+	r, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "session://pics/outputs/2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Contents[0]; c.MIMEType != svgType || c.Text != svg || len(c.Blob) != 0 {
+		t.Fatalf("SVG output: %+v", c)
+	}
+	for uri, want := range map[string][]string{
+		"session://pics/outputs/1":   {"dropped", `"pics"`, "oldest still kept is 2"},
+		"session://pics/outputs/9":   {"no output 9", "1 to 3"},
+		"session://nosuch/outputs/1": {"nosuch"},
+		"session://pics/outputs/0":   {"not found"},
+		"session://pics/outputs/x":   {"not found"},
+	} {
+		_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err == nil {
+			t.Errorf("%s: no error", uri)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", uri, err, w)
+			}
+		}
+	}
+	// The history resource still answers beside it.
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "session://pics/history"}); err != nil {
+		t.Fatalf("history: %v", err)
+	}
+}

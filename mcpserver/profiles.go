@@ -1,0 +1,71 @@
+package mcpserver
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// allTools is every tool the server has, in the order they are listed.
+var allTools = []string{
+	"create_session", "list_sessions", "run_code", "run_file", "interrupt_session",
+	"reset_session", "reset_run_context", "delete_session", "install_package", "session_status",
+	"get_history", "delete_history", "export_history", "save_script", "save_notebook", "rerun_code",
+	"list_kernels",
+	"get_value", "list_variables", "complete", "inspect", "save_figure",
+	"load_data", "describe_data", "estimate_ols", "plot_data",
+}
+
+// toolProfiles are the named sets --tools accepts besides "all".
+var toolProfiles = map[string][]string{
+	"minimal": {"run_code", "get_history", "session_status"},
+	"standard": {
+		"create_session", "list_sessions", "run_code", "run_file", "interrupt_session",
+		"reset_session", "reset_run_context", "delete_session", "session_status",
+		"get_history", "delete_history", "export_history", "save_script", "save_notebook", "rerun_code",
+	},
+}
+
+// ToolProfile turns a --tools value into the tools to offer: "all" (nil),
+// "minimal", "standard", or a comma-separated list of tool and profile
+// names, which are joined.
+func ToolProfile(v string) ([]string, error) {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		item = strings.ToLower(strings.TrimSpace(item))
+		switch {
+		case item == "":
+			continue
+		case item == "all":
+			return nil, nil
+		case toolProfiles[item] != nil:
+			out = append(out, toolProfiles[item]...)
+		case slices.Contains(allTools, item):
+			out = append(out, item)
+		default:
+			return nil, fmt.Errorf("unknown tool or profile %q; profiles: all, minimal, standard; tools: %s", item, strings.Join(allTools, ", "))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no tools named; profiles: all, minimal, standard")
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// offers reports whether the server offers a tool.
+func (s *Server) offers(name string) bool {
+	return s.cfg.Tools == nil || slices.Contains(s.cfg.Tools, name)
+}
+
+// addTool registers a tool if the server offers it.
+func addTool[In, Out any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	if !slices.Contains(allTools, t.Name) {
+		panic("mcpserver: tool " + t.Name + " missing from allTools")
+	}
+	if s.offers(t.Name) {
+		mcp.AddTool(s.mcp, t, h)
+	}
+}
