@@ -83,6 +83,8 @@ thing = Thing()`)
 		{"frame", "DataFrame", `{"columns": ["a", "b", "t"], "index": [0, 1], "records": [{"a": 1, "b": "x", "t": "2024-01-01T00:00:00"}, {"a": 2, "b": null, "t": null}]}`},
 		{"arr.sum() * 2", "numpy.int64", `20`},
 		{"None", "NoneType", `null`},
+		{"  i  ", "int", `42`},
+		{"frame[['a']].dtypes", "Series", `{"name": null, "index": ["a"], "values": ["int64"]}`},
 	} {
 		res := s.call("get_value", map[string]any{"session_id": "gv", "expression": tc.expr})
 		if res.IsError {
@@ -113,11 +115,14 @@ thing = Thing()`)
 		}
 	}
 	for expr, want := range map[string]string{
-		"thing":          "__main__.Thing cannot be converted to JSON",
-		"undefined_name": "NameError",
-		"1/0":            "ZeroDivisionError",
-		"x = 1":          "SyntaxError",
-		"{1j: 2}":        "complex cannot be a JSON key",
+		"thing":              "__main__.Thing cannot be converted to JSON",
+		"undefined_name":     "evaluating undefined_name raised NameError",
+		"1/0":                "ZeroDivisionError",
+		"x = 1":              "SyntaxError",
+		"{1j: 2}":            "complex cannot be a JSON key",
+		"{1: 'a', '1': 'b'}": "two keys that are both '1'",
+		"pd.DataFrame([[1, 2]], columns=['a', 'a'])": "column names repeat",
+		"np.zeros(300_000)":                          "more than 250000 elements",
 	} {
 		res := s.call("get_value", map[string]any{"session_id": "gv", "expression": expr})
 		if !res.IsError || !strings.Contains(text(res), want) {
@@ -215,11 +220,41 @@ def helper(): pass`)
 	if v := out.Variables[byName["frame"]]; !slices.Equal(v.Shape, []int{1000000, 12}) || !strings.Contains(v.Repr, "c0") {
 		t.Errorf("frame: %+v", v)
 	}
-	if v := out.Variables[byName["slow"]]; v.Length == nil || *v.Length != 3 || strings.Contains(v.Repr, "slow") {
+	// An object of an unknown type is named, not asked anything: even
+	// len() may compute everything (a lazy frame).
+	if v := out.Variables[byName["slow"]]; v.Length != nil || v.Repr != "<__main__.Slow object>" {
 		t.Errorf("slow: %+v", v)
 	}
 	if v := out.Variables[byName["numbers"]]; v.Length == nil || *v.Length != 100000 {
 		t.Errorf("numbers: %+v", v)
+	}
+}
+
+// TestDataToolsAfterIdleStop: a tool that reads the namespace does not
+// start a fresh kernel behind the user's back when the old one is gone: it
+// says the variables are gone, and run_code starts the next kernel.
+func TestDataToolsAfterIdleStop(t *testing.T) {
+	s := startServerEnv(t, []string{"KERNEL_MCP_POOL_SIZE=0"}, "--idle-timeout", "1")
+	s.mustRun("idle", "x = 1")
+	deadline := time.Now().Add(30 * time.Second)
+	for s.sessions()[0].State != "stopped" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle kernel was not stopped: %+v", s.sessions())
+		}
+		time.Sleep(50 * time.Millisecond) // polling list_sessions: no event to wait on
+	}
+	for tool, args := range map[string]map[string]any{
+		"list_variables": {"session_id": "idle"},
+		"get_value":      {"session_id": "idle", "expression": "x"},
+		"complete":       {"session_id": "idle", "code": "x"},
+	} {
+		res := s.call(tool, args)
+		if !res.IsError || !strings.Contains(text(res), "variables are gone") || !strings.Contains(text(res), "run_code starts a fresh kernel") {
+			t.Errorf("%s after the idle stop: isError=%v %s", tool, res.IsError, text(res))
+		}
+	}
+	if _, out := s.run("idle", "'x' in dir()"); out.Result != "False" || !strings.Contains(out.Note, "idle") {
+		t.Errorf("run_code after the idle stop: %+v", out)
 	}
 }
 

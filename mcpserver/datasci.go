@@ -27,7 +27,7 @@ import (
 
 // Limits of what the helper code returns.
 const (
-	getValueMaxCells = 1_000_000
+	getValueMaxCells = 250_000
 	getValueMaxBytes = 5 << 20
 	maxVariables     = 500
 	queryTimeout     = 2 * time.Minute
@@ -184,7 +184,7 @@ type EstimateOLSOutput struct {
 
 func (s *Server) addDataTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate a Python expression in a session and return its value as real JSON (structured content): numbers, strings, lists, dicts, datetimes (ISO strings), numpy arrays and scalars, pandas DataFrames ({columns, index, records}) and Series ({name, index, values}); NaN and NaT become null. Names the type when a value cannot be converted.", Annotations: ro, OutputSchema: getValueSchema()}, s.getValue)
+	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate a Python expression in a session and return its value as real JSON (structured content): numbers, strings, lists, dicts, datetimes (ISO strings), numpy arrays and scalars, pandas DataFrames ({columns, index, records}) and Series ({name, index, values}); NaN and NaT become null. Names the type when a value cannot be converted.", OutputSchema: getValueSchema()}, s.getValue)
 	addTool(s, &mcp.Tool{Name: "list_variables", Description: "The user's variables in a session: name, type, shape or length, dtype and a short repr (modules, builtins and _names left out). Fast even with huge objects: nothing is printed whole.", Annotations: ro}, s.listVariables)
 	addTool(s, &mcp.Tool{Name: "complete", Description: "Code completions from the session's kernel at cursor_pos (default: the end of code), e.g. code \"import os; os.pa\" offers os.path.", Annotations: ro}, s.complete)
 	addTool(s, &mcp.Tool{Name: "inspect", Description: "The kernel's help for the name at cursor_pos (default: the end of code): signature and docstring, like obj? in Jupyter; detail_level 1 adds the source.", Annotations: ro}, s.inspect)
@@ -233,6 +233,29 @@ func nameOr(n string) string {
 	return n
 }
 
+// gone refuses to start a fresh kernel behind the user's back for a tool
+// that only reads the namespace: a session whose kernel died or was stopped
+// for idleness says so, and run_code (which reports the loss) starts the
+// next one.
+func (ss *Session) gone() error {
+	ss.mu.Lock()
+	k, died, idled := ss.k, ss.died, ss.idled
+	ss.mu.Unlock()
+	if k != nil {
+		if done, why := k.Dead(); isClosed(done) {
+			return fmt.Errorf("session %q: the kernel died (%v): its variables are gone; run_code starts a fresh kernel", ss.id, why())
+		}
+		return nil
+	}
+	switch {
+	case died != nil:
+		return fmt.Errorf("session %q: the kernel died (%v): its variables are gone; run_code starts a fresh kernel", ss.id, died)
+	case idled:
+		return fmt.Errorf("session %q: the kernel was stopped after %v without running anything: its variables are gone; run_code starts a fresh kernel", ss.id, ss.srv.cfg.IdleTimeout)
+	}
+	return nil
+}
+
 // pyError is an exception raised by helper code, or by the user's
 // expression inside it.
 type pyError struct{ ename, evalue string }
@@ -253,6 +276,9 @@ func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *Sessio
 // The code runs silently: no execution count, no IPython history, nothing
 // defined in the user's namespace.
 func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args map[string]any) (json.RawMessage, error) {
+	if err := ss.gone(); err != nil {
+		return nil, err
+	}
 	k, _, err := ss.kernel(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
@@ -273,6 +299,13 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 	case errors.Is(err, kernel.ErrKernelDied):
 		ss.markDead(k, err)
 		return nil, fmt.Errorf("session %q: %v — variables lost, history kept; the next call starts a fresh kernel", ss.id, err)
+	case errors.Is(err, kernel.ErrInterruptIgnored):
+		rerr := ss.forceRestart(context.WithoutCancel(ctx))
+		msg := fmt.Sprintf("session %q: the kernel ignored the interrupt after %v, so it was restarted: all variables were lost (history is kept)", ss.id, queryTimeout)
+		if rerr != nil {
+			msg += fmt.Sprintf("; the restart failed too (%v), the next call starts a fresh kernel", rerr)
+		}
+		return nil, errors.New(msg)
 	case errors.As(err, &execErr):
 		return nil, &pyError{ename: execErr.EName, evalue: history.PlainText(execErr.EValue)}
 	case err != nil:
@@ -290,27 +323,35 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 }
 
 func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetValueInput) (*mcp.CallToolResult, GetValueOutput, error) {
-	if strings.TrimSpace(in.Expression) == "" {
+	expr := strings.TrimSpace(in.Expression)
+	if expr == "" {
 		return errResult[GetValueOutput]("get_value needs an expression, e.g. df.head() or total")
 	}
 	ss, err := s.lookup(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[GetValueOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, pyGetValue, map[string]any{"expression": in.Expression, "limit": getValueMaxBytes, "max_cells": getValueMaxCells})
+	raw, err := s.query(ctx, req, ss, pyGetValue, map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells})
 	if err != nil {
 		var pe *pyError
 		if errors.As(err, &pe) {
-			return errResult[GetValueOutput]("%s cannot be returned as JSON: %v", in.Expression, pe)
+			return errResult[GetValueOutput]("the value of %s cannot be returned as JSON: %v", expr, pe)
 		}
 		return errResult[GetValueOutput]("%v", err)
 	}
 	var v struct {
-		Type  string          `json:"type"`
-		Value json.RawMessage `json:"value"`
+		Type      string          `json:"type"`
+		Value     json.RawMessage `json:"value"`
+		EvalError *struct {
+			EName  string `json:"ename"`
+			EValue string `json:"evalue"`
+		} `json:"eval_error"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return errResult[GetValueOutput]("bad reply from the kernel: %v", err)
+	}
+	if e := v.EvalError; e != nil {
+		return errResult[GetValueOutput]("evaluating %s raised %s: %s", expr, e.EName, e.EValue)
 	}
 	dec := json.NewDecoder(bytes.NewReader(v.Value))
 	dec.UseNumber() // integers beyond 2^53 stay exact
@@ -377,6 +418,9 @@ func cursorOr(code string, pos *int) (int, error) {
 func (s *Server) kernelFor(ctx context.Context, id string) (*kernel.Kernel, error) {
 	ss, err := s.lookupOrCreate(sessionOr(id))
 	if err != nil {
+		return nil, err
+	}
+	if err := ss.gone(); err != nil {
 		return nil, err
 	}
 	k, _, err := ss.kernel(ctx)
@@ -546,23 +590,32 @@ func (s *Server) dataRun(ctx context.Context, req *mcp.CallToolRequest, id, code
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	res, out, err := s.execute(ctx, req, ss, code, "", 0)
+	res, out, err := s.execute(ctx, req, ss, code, "", s.cfg.Timeout)
 	if res != nil && out.Error != nil {
 		addInstallHint(res, &out)
 	}
 	return res, out, err
 }
 
-var missingModuleRE = regexp.MustCompile(`No module named '([A-Za-z0-9_]+)`)
+// missingModuleREs find the missing package in an import error: Python's
+// own message, and pandas' for its optional dependencies.
+var missingModuleREs = []*regexp.Regexp{
+	regexp.MustCompile(`No module named '([A-Za-z0-9_]+)`),
+	regexp.MustCompile(`Missing optional dependency '([A-Za-z0-9_]+)'`),
+	regexp.MustCompile("`Import ([A-Za-z0-9_]+)` failed"),
+	regexp.MustCompile(`Unable to find a usable engine; tried using: '([A-Za-z0-9_]+)'`),
+}
 
 // pipNames maps modules the data tools import to their pip package.
 var pipNames = map[string]string{"pandas": "pandas", "statsmodels": "statsmodels", "matplotlib": "matplotlib", "openpyxl": "openpyxl", "pyarrow": "pyarrow", "xlrd": "xlrd", "numpy": "numpy", "scipy": "scipy", "patsy": "patsy"}
 
 func addInstallHint(res *mcp.CallToolResult, out *RunOutput) {
-	if out.Error.EName != "ModuleNotFoundError" && out.Error.EName != "ImportError" {
-		return
+	var m []string
+	for _, re := range missingModuleREs {
+		if m = re.FindStringSubmatch(out.Error.EValue + "\n" + out.Error.Traceback); m != nil {
+			break
+		}
 	}
-	m := missingModuleRE.FindStringSubmatch(out.Error.EValue + "\n" + out.Error.Traceback)
 	if m == nil {
 		return
 	}
@@ -667,8 +720,13 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	}
 	xs := make([]string, len(in.X))
 	for i, x := range in.X {
-		if strings.TrimSpace(x) == "" {
+		switch {
+		case strings.TrimSpace(x) == "":
 			return errResult[EstimateOLSOutput]("x[%d] is empty", i)
+		case x == in.Y:
+			return errResult[EstimateOLSOutput]("%q is both y and a regressor", x)
+		case slices.Contains(in.X[:i], x):
+			return errResult[EstimateOLSOutput]("%q appears twice in x", x)
 		}
 		xs[i] = pyString(x)
 	}
@@ -688,7 +746,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 		return errResult[EstimateOLSOutput]("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
 	}
 	defer ss.release()
-	content, run, err := s.runBlock(ctx, req, ss, code, "", 0)
+	content, run, err := s.runBlock(ctx, req, ss, code, "", s.cfg.Timeout)
 	if err != nil {
 		return errResult[EstimateOLSOutput]("%v", err)
 	}

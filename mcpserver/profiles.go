@@ -33,13 +33,14 @@ var toolProfiles = map[string][]string{
 // names, which are joined.
 func ToolProfile(v string) ([]string, error) {
 	var out []string
+	all := false
 	for _, item := range strings.Split(v, ",") {
 		item = strings.ToLower(strings.TrimSpace(item))
 		switch {
 		case item == "":
 			continue
 		case item == "all":
-			return nil, nil
+			all = true
 		case toolProfiles[item] != nil:
 			out = append(out, toolProfiles[item]...)
 		case slices.Contains(allTools, item):
@@ -47,6 +48,9 @@ func ToolProfile(v string) ([]string, error) {
 		default:
 			return nil, fmt.Errorf("unknown tool or profile %q; profiles: all, minimal, standard; tools: %s", item, strings.Join(allTools, ", "))
 		}
+	}
+	if all {
+		return nil, nil
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no tools named; profiles: all, minimal, standard")
