@@ -832,13 +832,9 @@ func (k *Kernel) ForceRestart(ctx context.Context) error { return k.restart(ctx,
 func (k *Kernel) Close() error {
 	k.restartMu.Lock()
 	defer k.restartMu.Unlock()
-	k.mu.Lock()
-	if k.closed {
-		k.mu.Unlock()
+	if !k.markClosed() {
 		return nil
 	}
-	k.closed = true
-	k.mu.Unlock()
 	if k.gen.proc == nil && k.gen.dead() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), k.opts.ShutdownWait)
 		k.request(ctx, k.gen, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil)
@@ -861,15 +857,22 @@ func (k *Kernel) Kill() error {
 	}
 	k.restartMu.Lock()
 	defer k.restartMu.Unlock()
-	k.mu.Lock()
-	if k.closed {
-		k.mu.Unlock()
+	if !k.markClosed() {
 		return nil
 	}
-	k.closed = true
-	k.mu.Unlock()
 	k.killGeneration(k.gen)
 	return nil
+}
+
+// markClosed marks the kernel closed, reporting false if it already was.
+func (k *Kernel) markClosed() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return false
+	}
+	k.closed = true
+	return true
 }
 
 // stopGeneration ends one generation: asks the kernel to shut down (when

@@ -695,3 +695,38 @@ func TestStartPorts(t *testing.T) {
 		})
 	}
 }
+
+// TestKill: Kill ends a busy kernel at once, without asking, releases its
+// connection file, and leaves Close a no-op.
+func TestKill(t *testing.T) {
+	requireIPyKernel(t)
+	k, err := Start(testCtx(t, 60*time.Second), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := k.current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, file := k.Pid(), g.file
+	done := make(chan error, 1)
+	go func() {
+		_, err := k.Execute(context.Background(), "import time; time.sleep(60)", ExecuteOptions{})
+		done <- err
+	}()
+	if err := k.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Error("the run in the killed kernel succeeded")
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("kernel %d still running after Kill", pid)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("connection file %s left behind: %v", file, err)
+	}
+	if err := k.Close(); err != nil {
+		t.Errorf("Close after Kill: %v", err)
+	}
+}

@@ -359,41 +359,40 @@ func benchOurs(bin, py string) *result {
 		}
 		return runCode(s, id, codeRoundTrip)
 	}
-	if s, err = ours(bin, "--python", py, "--pool-size", "0"); err != nil {
+	// series creates sessions one after another in a fresh server and times
+	// each to its first result; warm ones wait for the pool to refill first.
+	series := func(warm bool) (stat, error) {
+		pool := "0"
+		if warm {
+			pool = "1"
+		}
+		s, err := ours(bin, "--python", py, "--pool-size", pool)
+		if err != nil {
+			return stat{}, err
+		}
+		defer s.close()
+		var d []time.Duration
+		for i := range *flagNStart {
+			if warm {
+				if err := waitPoolReady(s); err != nil {
+					return stat{}, err
+				}
+			}
+			t0 := time.Now()
+			if err := startOnce(s, i); err != nil {
+				return stat{}, err
+			}
+			d = append(d, time.Since(t0))
+			s.call("delete_session", map[string]any{"session_id": "s" + strconv.Itoa(i)})
+		}
+		return summarize(d), nil
+	}
+	if r.StartCold, err = series(false); err != nil {
 		return fail("cold start", err)
 	}
-	var cold []time.Duration
-	for i := range *flagNStart {
-		t0 := time.Now()
-		if err := startOnce(s, i); err != nil {
-			s.close()
-			return fail("cold start", err)
-		}
-		cold = append(cold, time.Since(t0))
-		s.call("delete_session", map[string]any{"session_id": "s" + strconv.Itoa(i)})
-	}
-	s.close()
-	r.StartCold = summarize(cold)
-
-	if s, err = ours(bin, "--python", py, "--pool-size", "1"); err != nil {
+	if r.StartWarm, err = series(true); err != nil {
 		return fail("warm start", err)
 	}
-	var warm []time.Duration
-	for i := range *flagNStart {
-		if err := waitPoolReady(s); err != nil {
-			s.close()
-			return fail("warm start", err)
-		}
-		t0 := time.Now()
-		if err := startOnce(s, i); err != nil {
-			s.close()
-			return fail("warm start", err)
-		}
-		warm = append(warm, time.Since(t0))
-		s.call("delete_session", map[string]any{"session_id": "s" + strconv.Itoa(i)})
-	}
-	s.close()
-	r.StartWarm = summarize(warm)
 
 	// Big outputs, each in a fresh server so its peak RSS is its own.
 	big := func(code string) (stat, float64, error) {
