@@ -32,10 +32,17 @@ type ConnectionInfo struct {
 
 // NewConnectionInfo picks five free ports on 127.0.0.1 and a random 256-bit
 // key. Kernels started by this package never listen beyond loopback.
-func NewConnectionInfo() (ConnectionInfo, error) {
-	ports, err := freePorts(5)
-	if err != nil {
-		return ConnectionInfo{}, err
+func NewConnectionInfo() (ConnectionInfo, error) { return newConnectionInfo(true) }
+
+// newConnectionInfo is NewConnectionInfo; without pickPorts every port is 0,
+// for a kernel that binds its own.
+func newConnectionInfo(pickPorts bool) (ConnectionInfo, error) {
+	ports := make([]int, 5)
+	if pickPorts {
+		var err error
+		if ports, err = freePorts(5); err != nil {
+			return ConnectionInfo{}, err
+		}
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
@@ -100,13 +107,6 @@ const recentPortTTL = time.Minute
 var recentPorts struct {
 	mu sync.Mutex
 	at map[int]time.Time
-}
-
-// withoutPorts returns ci with every port 0: the kernel then binds ports
-// of its own choosing and writes them back into the connection file.
-func (ci ConnectionInfo) withoutPorts() ConnectionInfo {
-	ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort = 0, 0, 0, 0, 0
-	return ci
 }
 
 // boundPorts reads back the connection file a kernel was given without

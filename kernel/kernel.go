@@ -183,7 +183,14 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.opts.StartTimeout)
 	defer cancel()
 
-	ci, err := NewConnectionInfo()
+	// ipykernel binds ports of its own choosing when given 0 and writes
+	// them back into the file. Ports we pick are free only until we close
+	// them: on a busy machine another process (another kernel binding a
+	// random port) can take one before the kernel binds it, and the kernel
+	// then dies, or our dial meets a stranger. Other kernels get ports we
+	// pick.
+	ownPorts := isIPyKernel(k.opts.Spec.Argv)
+	ci, err := newConnectionInfo(!ownPorts)
 	if err != nil {
 		return nil, err
 	}
@@ -192,18 +199,7 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	// ipykernel binds ports of its own choosing when given 0 and writes
-	// them back into the file. Ports we pick are free only until we close
-	// them: on a busy machine another process (another kernel binding a
-	// random port) can take one before the kernel binds it, and the kernel
-	// then dies, or our dial meets a stranger. Other kernels get ports we
-	// pick.
-	ownPorts := isIPyKernel(k.opts.Spec.Argv)
-	given := ci
-	if ownPorts {
-		given = ci.withoutPorts()
-	}
-	file, err := dir.writeConnectionFile(given)
+	file, err := dir.writeConnectionFile(ci)
 	if err != nil {
 		dir.Remove()
 		return nil, err

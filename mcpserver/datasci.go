@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -490,10 +489,6 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 	return textResult(text), out, nil
 }
 
-// figureTypes are the image types save_figure writes, in order of
-// preference within one output.
-var figureTypes = []string{"image/png", "image/jpeg", "image/svg+xml", "image/gif"}
-
 func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in SaveFigureInput) (*mcp.CallToolResult, SaveFigureOutput, error) {
 	ss, err := s.lookup(sessionOr(in.SessionID))
 	if err != nil {
@@ -553,27 +548,10 @@ func imageOf(o history.Output) (mime string, data []byte, ok bool) {
 	if o.OutputType != "display_data" && o.OutputType != "execute_result" {
 		return "", nil, false
 	}
-	for _, mt := range figureTypes {
-		raw, has := o.Data[mt]
-		if !has {
-			continue
+	for _, mt := range imageTypes {
+		if b, ok := imageData(kernel.Output{Data: o.Data}, mt); ok {
+			return mt, b, true
 		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			var lines []string
-			if json.Unmarshal(raw, &lines) != nil {
-				continue
-			}
-			s = strings.Join(lines, "")
-		}
-		if mt == "image/svg+xml" {
-			return mt, []byte(s), true
-		}
-		b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
-		if err != nil {
-			continue
-		}
-		return mt, b, true
 	}
 	// An image history dropped for its size leaves a note in text/plain.
 	if t, has := o.Data["text/plain"]; has && bytes.Contains(t, []byte("not kept in history")) && bytes.Contains(t, []byte("image/")) {

@@ -7,12 +7,18 @@ package mcpserver
 
 const resultMIME = "application/vnd.kernel-mcp+json"
 
-// pyPrelude is prepended to every helper: args, the user's namespace, and
-// reply(obj), which publishes obj as JSON, refusing more than the limit.
+// pyPrelude is prepended to every helper: args, the user's namespace,
+// typename(x), and reply(obj), which publishes obj as JSON, refusing more
+// than the limit.
 const pyPrelude = `
 import json as _json
 args = _json.loads(_km_args)
 ns = _km_ns
+
+def typename(x):
+    t = type(x)
+    m = t.__module__
+    return t.__qualname__ if m == "builtins" else m + "." + t.__qualname__
 def reply(obj):
     from IPython.display import publish_display_data
     s = _json.dumps(obj, allow_nan=False)
@@ -32,11 +38,6 @@ def spend(n, what):
     budget[0] -= n
     if budget[0] < 0:
         raise ValueError("the value has more than %d elements in all (at %s), more than get_value converts; select a part of it (df.head(100), a[:100])" % (args["max_cells"], what))
-
-def typename(x):
-    t = type(x)
-    m = t.__module__
-    return t.__qualname__ if m == "builtins" else m + "." + t.__qualname__
 
 def keyed(pairs, what):
     out = {}
@@ -166,11 +167,6 @@ np = sys.modules.get("numpy")
 pd = sys.modules.get("pandas")
 SCALARS = (type(None), bool, int, float, complex)
 CONTAINERS = (str, list, tuple, dict, set, frozenset, range)
-
-def typename(x):
-    t = type(x)
-    m = t.__module__
-    return t.__qualname__ if m == "builtins" else m + "." + t.__qualname__
 
 class Short(reprlib.Repr):
     # Only builtin types are shown; anything else, even inside a list,

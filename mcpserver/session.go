@@ -345,12 +345,7 @@ func (ss *Session) holdsKernel() bool {
 		return false
 	}
 	done, _ := k.Dead()
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
+	return !isClosed(done)
 }
 
 // generation is the number of the kernel process now running.
