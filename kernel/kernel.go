@@ -554,11 +554,29 @@ type ExecuteOptions struct {
 	// everything either way.
 	MaxStreamBytes int
 	MaxOutputs     int
+	// OnInput, if set, answers the code's input() and getpass(): the
+	// execution is sent with allow_stdin, and each input_request calls
+	// OnInput on a goroutine of its own with a context that ends when
+	// Execute returns. Its reply goes back as the input_reply; an error
+	// (a declined or cancelled question) makes input() raise EOFError in the
+	// code, as end of input on a terminal does. Without OnInput, input()
+	// fails at once with StdinNotImplementedError.
+	OnInput func(ctx context.Context, req InputRequest) (string, error)
 }
 
+// InputRequest is a kernel's input_request: the code called input() or, with
+// Password set, getpass().
+type InputRequest struct {
+	Prompt   string `json:"prompt"`
+	Password bool   `json:"password"`
+}
+
+// inputEOF is the input_reply value that ipykernel turns into EOFError.
+const inputEOF = "\x04"
+
 // Execute runs code and returns its outputs once the kernel has both sent
-// execute_reply and reported idle for it. input() fails at once: stdin is
-// not offered.
+// execute_reply and reported idle for it. input() fails at once unless
+// opts.OnInput answers it.
 //
 // When the code raises, the result has Status "error" and the returned error
 // is the *ExecError. When ctx ends first, the kernel is interrupted and
@@ -582,7 +600,7 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		"silent":           opts.Silent,
 		"store_history":    !opts.NoStoreHistory && !opts.Silent,
 		"user_expressions": uexpr,
-		"allow_stdin":      false,
+		"allow_stdin":      opts.OnInput != nil,
 		"stop_on_error":    !opts.ContinueOnError,
 	})
 	if err != nil {
@@ -597,6 +615,12 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 
 	col := newCollector(res, opts)
 	defer col.flush()
+	// Questions asked through stdin are answered on goroutines of their
+	// own, so that the loop below keeps reading output and can interrupt.
+	inputCtx, stopInput := context.WithCancel(context.Background())
+	var inputs sync.WaitGroup
+	defer inputs.Wait()
+	defer stopInput()
 	var (
 		replied, idle bool
 		ctxDone       = ctx.Done()
@@ -625,6 +649,11 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 				case r.Channel == Shell && r.Msg.Header.MsgType == "execute_reply":
 					replied = true
 					col.reply(r.Msg.Content)
+				case r.Channel == Stdin && r.Msg.Header.MsgType == "input_request" && opts.OnInput != nil:
+					var ir InputRequest
+					_ = json.Unmarshal(r.Msg.Content, &ir)
+					parent := r.Msg.Header
+					inputs.Go(func() { k.answerInput(inputCtx, g, parent, ir, opts.OnInput) })
 				case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
 					var st iopubContent
 					if json.Unmarshal(r.Msg.Content, &st) == nil && st.ExecutionState == "idle" {
@@ -666,6 +695,25 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		return res, res.Error
 	}
 	return res, nil
+}
+
+// answerInput asks onInput for the reply to one input_request and sends it
+// back on stdin. A failed question is answered with end of input, so the
+// code sees EOFError rather than waiting forever.
+func (k *Kernel) answerInput(ctx context.Context, g *generation, parent wire.Header, ir InputRequest, onInput func(context.Context, InputRequest) (string, error)) {
+	value, err := onInput(ctx, ir)
+	if ctx.Err() != nil {
+		return // the execution ended meanwhile; nobody waits for the reply
+	}
+	if err != nil {
+		value = inputEOF
+	}
+	msg, err := wire.NewMessage("input_reply", k.session, map[string]string{"value": value})
+	if err != nil {
+		return
+	}
+	msg.ParentHeader = parent
+	_ = g.conn.Send(ctx, Stdin, msg)
 }
 
 // request sends one request and waits for the reply of replyType, decoding

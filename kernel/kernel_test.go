@@ -155,6 +155,31 @@ func TestExecute(t *testing.T) {
 		}
 	})
 
+	t.Run("Input", func(t *testing.T) {
+		var asked []InputRequest
+		opts := ExecuteOptions{OnInput: func(ctx context.Context, ir InputRequest) (string, error) {
+			asked = append(asked, ir) // one question at a time: input() blocks the code
+			if ir.Password {
+				return "", errors.New("declined")
+			}
+			return "Ada", nil
+		}}
+		res, err := k.Execute(testCtx(t, 60*time.Second), "name = input('Name? ')\nprint('hi', name)", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutputs(t, res, `stream stdout "hi Ada\n"`)
+		// A declined question is end of input: getpass raises EOFError.
+		_, err = k.Execute(testCtx(t, 60*time.Second), "import getpass\ngetpass.getpass('Secret: ')", opts)
+		wantExecError(t, err, "EOFError")
+		if len(asked) != 2 || asked[0] != (InputRequest{Prompt: "Name? "}) || asked[1] != (InputRequest{Prompt: "Secret: ", Password: true}) {
+			t.Errorf("input requests = %+v", asked)
+		}
+		// Without OnInput, input() fails at once instead of waiting.
+		_, err = k.Execute(testCtx(t, 60*time.Second), "input()", ExecuteOptions{})
+		wantExecError(t, err, "StdinNotImplementedError")
+	})
+
 	t.Run("StatePersists", func(t *testing.T) {
 		res := mustExecute(t, k, "x = 21")
 		wantOutputs(t, res)
