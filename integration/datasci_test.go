@@ -458,14 +458,14 @@ df = pd.DataFrame({"y": [1.0, 2, 3], "x": [1.0, 2, 4]})`)
 func TestToolProfiles(t *testing.T) {
 	standard := []string{"create_session", "delete_history", "delete_session", "export_history", "get_history",
 		"interrupt_session", "list_sessions", "rerun_code", "reset_run_context", "reset_session", "run_code",
-		"run_file", "save_notebook", "save_script", "session_status"}
+		"run_file", "save_notebook", "save_script", "send_input", "session_status", "wait_run"}
 	for _, tc := range []struct {
 		flag string
 		want []string
 	}{
-		{"minimal", []string{"get_history", "run_code", "session_status"}},
+		{"minimal", []string{"get_history", "run_code", "send_input", "session_status", "wait_run"}},
 		{"standard", standard},
-		{"run_code,get_value", []string{"get_value", "run_code"}},
+		{"run_code,get_value", []string{"get_value", "run_code", "send_input", "wait_run"}},
 		{"all", nil},
 	} {
 		s := startServerEnv(t, []string{"KERNEL_MCP_POOL_SIZE=0"}, "--tools", tc.flag)
@@ -479,7 +479,7 @@ func TestToolProfiles(t *testing.T) {
 		}
 		slices.Sort(got)
 		if tc.want == nil {
-			if len(got) != 26 || !slices.Contains(got, "estimate_ols") || !slices.Contains(got, "list_kernels") {
+			if len(got) != 28 || !slices.Contains(got, "estimate_ols") || !slices.Contains(got, "list_kernels") {
 				t.Errorf("--tools all: %d tools %v", len(got), got)
 			}
 		} else if !slices.Equal(got, tc.want) {

@@ -179,6 +179,10 @@ type EstimateOLSOutput struct {
 	BreuschGodfrey TestStat      `json:"breusch_godfrey"`
 	CovType        string        `json:"cov_type"`
 	Summary        string        `json:"summary"`
+	// RunID and Status are set when the call handed the fit off as a run
+	// still going (see wait_run).
+	RunID  string `json:"run_id,omitempty"`
+	Status string `json:"status,omitempty"`
 }
 
 func (s *Server) addDataTools() {
@@ -264,10 +268,11 @@ func (e *pyError) Error() string { return e.ename + ": " + e.evalue }
 // query runs helper code in the session, in its turn, and returns the JSON
 // it replied with.
 func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *Session, src string, args map[string]any) (json.RawMessage, error) {
-	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
-		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
+	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	if err != nil {
+		return nil, err
 	}
-	defer ss.release()
+	defer release()
 	return s.queryHeld(ctx, ss, src, args)
 }
 
@@ -502,6 +507,13 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 	if err != nil {
 		return errResult[SaveFigureOutput]("save_figure needs a path: %v", err)
 	}
+	// In its turn: a figure of a plot_data sent just before is saved, not
+	// the one before it.
+	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	if err != nil {
+		return errResult[SaveFigureOutput]("%v", err)
+	}
+	defer release()
 	ss.mu.Lock()
 	hist := slices.Clone(ss.hist)
 	ss.mu.Unlock()
@@ -568,7 +580,7 @@ func (s *Server) dataRun(ctx context.Context, req *mcp.CallToolRequest, id, code
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	res, out, err := s.execute(ctx, req, ss, code, "", s.cfg.Timeout)
+	res, out, err := s.execute(ctx, req, ss, code, "", s.cfg.Timeout, false)
 	if res != nil && out.Error != nil {
 		addInstallHint(res, &out)
 	}
@@ -720,11 +732,17 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	if err != nil {
 		return errResult[EstimateOLSOutput]("%v", err)
 	}
-	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
-		return errResult[EstimateOLSOutput]("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
-	}
-	defer ss.release()
-	content, run, err := s.runBlock(ctx, req, ss, code, "", s.cfg.Timeout)
+	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *run) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+		return s.fitOLS(ctx, r, ss, code, model)
+	}, func(v RunView, output string) EstimateOLSOutput {
+		return EstimateOLSOutput{SessionID: ss.id, Model: model, Coefficients: []Coefficient{}, RunID: v.RunID, Status: v.Status}
+	})
+}
+
+// fitOLS runs estimate_ols's code in the caller's turn and reads the
+// fitted model's statistics.
+func (s *Server) fitOLS(ctx context.Context, r *run, ss *Session, code, model string) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+	content, run, err := s.runBlock(ctx, r, ss, code, "", s.cfg.Timeout)
 	if err != nil {
 		return errResult[EstimateOLSOutput]("%v", err)
 	}

@@ -14,12 +14,21 @@ import (
 
 // RunOutput is the structured content of run_code and run_file.
 type RunOutput struct {
-	SessionID      string `json:"session_id"`
+	SessionID string `json:"session_id"`
+	// RunID names the run (see wait_run).
+	RunID          string `json:"run_id,omitempty"`
 	ExecutionCount int    `json:"execution_count"`
-	// Status is ok, error, timeout or interrupted.
+	// Status is ok, error, timeout or interrupted for a run that ended;
+	// running, queued or input_requested for one the call handed off.
 	Status string `json:"status"`
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
+	// Output is, for a handed-off run, what it printed so far.
+	Output string `json:"output,omitempty"`
+	// Prompt is, for a run in input_requested, the question the code
+	// asked; Password is set for getpass().
+	Prompt   string `json:"prompt,omitempty"`
+	Password bool   `json:"password,omitempty"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
 	// Result is the last expression's text/plain value, empty if none.
 	Result    string     `json:"result"`
 	Displays  []Display  `json:"displays"`
@@ -100,14 +109,16 @@ const maxInlineImage = 5 << 20
 // result, with no session to keep images in: an image goes inline up to
 // maxInlineImage bytes. Servers use renderFor.
 func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content {
-	return renderWith(res, out, limit, nil)
+	return renderWith(res, out, limit, nil, streamShown{})
 }
 
 // renderWith turns an execution's outputs into MCP content and the
 // structured result. Text content follows arrival order; each image becomes
 // what pol makes of it (see renderImage). Output beyond limit characters is
-// cut in the middle.
-func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *imagePolicy) []mcp.Content {
+// cut in the middle. Stream text that shown says earlier calls returned
+// (see wait_run) stays in the structured stdout and stderr but is not
+// repeated in the text.
+func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *imagePolicy, shown streamShown) []mcp.Content {
 	var (
 		text    strings.Builder
 		content []mcp.Content
@@ -117,6 +128,18 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 	out.Displays = []Display{}
 	if res != nil {
 		out.ExecutionCount = res.ExecutionCount
+		var streams []string
+		for _, o := range res.Outputs {
+			if o.Type == kernel.OutputStream {
+				streams = append(streams, o.Text)
+			}
+		}
+		skip, repeated := shown.skipFor(streams)
+		if skip > 0 {
+			text.WriteString("[output before this point was returned by earlier calls]\n")
+		} else if repeated {
+			text.WriteString("[the output below repeats what earlier calls returned]\n")
+		}
 		for _, o := range res.Outputs {
 			switch o.Type {
 			case kernel.OutputStream:
@@ -125,6 +148,14 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 					stderr.WriteString(t)
 				} else {
 					stdout.WriteString(t)
+				}
+				switch {
+				case skip >= len(o.Text):
+					skip -= len(o.Text)
+					continue
+				case skip > 0:
+					t = history.PlainText(o.Text[skip:])
+					skip = 0
 				}
 				text.WriteString(t)
 				ensureNewline(&text)

@@ -118,6 +118,9 @@ func (s *Server) unregister(ss *Session) {
 	if s.sessions[ss.id] == ss {
 		delete(s.sessions, ss.id)
 	}
+	ss.mu.Lock()
+	ss.deleted = true
+	ss.mu.Unlock()
 	s.mcp.RemoveResources(historyURI(ss.id))
 	if ss.store != nil {
 		if err := ss.store.Remove(); err != nil {
@@ -236,6 +239,8 @@ type RerunInput struct {
 	Start     *int     `json:"start,omitempty" jsonschema:"first block to re-run, 0-based (Python slice rules)"`
 	End       *int     `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
 	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds allowed for each block; 0 means no limit"`
+	// Background hands the run off at once.
+	Background bool `json:"background,omitempty" jsonschema:"return at once with the run's id instead of waiting; wait_run then gives the result"`
 }
 
 // HistoryOutput is the structured content of get_history.
@@ -315,6 +320,13 @@ func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
+	// In its turn, so that no run records a block between the read of the
+	// history and its rewrite.
+	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	if err != nil {
+		return errResult[ExportOutput]("%v", err)
+	}
+	defer release()
 	ss.mu.Lock()
 	n := len(ss.hist)
 	var lo, hi int
@@ -399,7 +411,7 @@ func (s *Server) saveNotebook(ctx context.Context, req *mcp.CallToolRequest, in 
 
 // replay runs history blocks in order in the session, stopping at the
 // first that does not succeed. The caller holds the execution right.
-func (s *Server) replay(ctx context.Context, req *mcp.CallToolRequest, ss *Session, entries []history.Entry, first int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
+func (s *Server) replay(ctx context.Context, r *run, ss *Session, entries []history.Entry, first int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
 	var (
 		content []mcp.Content
 		last    RunOutput
@@ -407,7 +419,7 @@ func (s *Server) replay(ctx context.Context, req *mcp.CallToolRequest, ss *Sessi
 	)
 	for i, e := range entries {
 		n := first + i
-		c, out, err := s.runBlock(ctx, req, ss, e.Code, "rerun", timeout)
+		c, out, err := s.runBlock(ctx, r, ss, e.Code, "rerun", timeout)
 		if err != nil {
 			return errResult[RunOutput]("re-running block [%d]: %v", n, err)
 		}
@@ -425,6 +437,7 @@ func (s *Server) replay(ctx context.Context, req *mcp.CallToolRequest, ss *Sessi
 		}
 	}
 	last.SessionID = ss.id
+	last.RunID = r.id
 	last.Blocks = blocks
 	if last.Displays == nil {
 		last.Displays = []Display{}
@@ -446,15 +459,16 @@ func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in Rer
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
-		return errResult[RunOutput]("%v", err)
-	}
-	defer ss.release()
-	entries, first := ss.slice(in.Start, in.End)
-	if err := ss.restart(ctx); err != nil {
-		return errResult[RunOutput]("session %q: restart failed: %v", ss.id, err)
-	}
-	return s.replay(ctx, req, ss, entries, first, timeout)
+	return runTool(s, ctx, req, ss, in.Background, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
+		if err := ss.checkRegistered(); err != nil {
+			return errResult[RunOutput]("%v", err)
+		}
+		entries, first := ss.slice(in.Start, in.End)
+		if err := ss.restart(ctx); err != nil {
+			return errResult[RunOutput]("session %q: restart failed: %v", ss.id, err)
+		}
+		return s.replay(ctx, r, ss, entries, first, timeout)
+	}, runHandoff(ss))
 }
 
 // runSlice is run_code's history form: re-run blocks in the live kernel.
@@ -463,16 +477,14 @@ func (s *Server) runSlice(ctx context.Context, req *mcp.CallToolRequest, in RunC
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
-		return errResult[RunOutput]("%v", err)
-	}
-	defer ss.release()
-	entries, first := ss.slice(in.Start, in.End)
-	if len(entries) == 0 {
-		ss.mu.Lock()
-		n := len(ss.hist)
-		ss.mu.Unlock()
-		return errResult[RunOutput]("no blocks in that range: session %q has %d", ss.id, n)
-	}
-	return s.replay(ctx, req, ss, entries, first, timeout)
+	return runTool(s, ctx, req, ss, in.Background, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
+		entries, first := ss.slice(in.Start, in.End)
+		if len(entries) == 0 {
+			ss.mu.Lock()
+			n := len(ss.hist)
+			ss.mu.Unlock()
+			return errResult[RunOutput]("no blocks in that range: session %q has %d", ss.id, n)
+		}
+		return s.replay(ctx, r, ss, entries, first, timeout)
+	}, runHandoff(ss))
 }

@@ -141,16 +141,16 @@ type imagePolicy struct {
 
 // renderFor renders a run of session ss: each image is kept in the session
 // and shown as its policy (Config.MaxInlineImage, Config.ImageLinkOnly) says.
-func (s *Server) renderFor(ss *Session, res *kernel.ExecuteResult, out *RunOutput) []mcp.Content {
+func (s *Server) renderFor(ss *Session, res *kernel.ExecuteResult, out *RunOutput, shown streamShown) []mcp.Content {
 	if ss == nil {
-		return render(res, out, s.cfg.OutputLimit)
+		return renderWith(res, out, s.cfg.OutputLimit, nil, shown)
 	}
 	return renderWith(res, out, s.cfg.OutputLimit, &imagePolicy{
 		maxInline: s.cfg.MaxInlineImage,
 		linkOnly:  s.cfg.ImageLinkOnly,
 		session:   ss.id,
 		store:     func() *imageStore { return ss.imageStore(true) },
-	})
+	}, shown)
 }
 
 // renderImage turns an image output into result content and returns the

@@ -316,7 +316,7 @@ func TestFormatDisplayResource(t *testing.T) {
 	}}
 	pol, _ := testPolicy(1 << 20)
 	var out RunOutput
-	content := renderWith(res, &out, 20000, pol)
+	content := renderWith(res, &out, 20000, pol, streamShown{})
 	if got := contentKinds(content); got != "text,image,image" {
 		t.Fatalf("content %s", got)
 	}

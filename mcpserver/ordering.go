@@ -1,10 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -14,10 +16,12 @@ import (
 
 // The SDK runs every tools/call on its own goroutine, so two run_code calls
 // for one session can reach their handlers in either order. Order is still
-// known where requests are read one after another: OrderedTransport stamps
-// each queued tool call with a per-session ticket there, the handler waits
-// for its turn, and the turn passes on when the response is written, which
-// also covers calls that fail validation and never reach a handler.
+// known where requests are read one after another: OrderedTransport (and
+// OrderedHTTP for streamable HTTP) stamps each queued tool call with a
+// per-session ticket there. The handler waits for its ticket's turn, joins
+// the session's queue (queue.go) and gives the ticket back at once; the
+// ticket is also given back when the response is written, which covers
+// calls that fail validation and never reach a handler.
 
 // metaTicketPrefix begins the _meta key carrying a call's ticket to its
 // handler. Each Server adds a random suffix, so a client cannot forge a
@@ -29,7 +33,7 @@ const metaTicketPrefix = "kernel-mcp/ticket-"
 var queuedTools = map[string]bool{
 	"run_code": true, "run_file": true, "rerun_code": true,
 	"reset_session": true, "reset_run_context": true, "delete_session": true,
-	"install_package": true, "create_session": true,
+	"install_package": true, "create_session": true, "delete_history": true,
 	// The data tools read or change the namespace and the history: a
 	// describe_data sent after a load_data must run after it.
 	"get_value": true, "list_variables": true, "save_figure": true,
@@ -41,13 +45,12 @@ var queuedTools = map[string]bool{
 // reach the kernel in the order they were sent. Without it, calls of one
 // session still run one at a time, in no promised order.
 func (s *Server) OrderedTransport(t mcp.Transport) mcp.Transport {
-	return &orderedTransport{t: t, turns: s.turns, key: s.ticketKey}
+	return &orderedTransport{t: t, srv: s}
 }
 
 type orderedTransport struct {
-	t     mcp.Transport
-	turns *turnstile
-	key   string
+	t   mcp.Transport
+	srv *Server
 }
 
 func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -55,15 +58,15 @@ func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &orderedConn{Connection: c, turns: o.turns, key: o.key, calls: make(map[jsonrpc.ID]ticket), closed: make(chan struct{})}, nil
+	return &orderedConn{Connection: c, srv: o.srv, turns: o.srv.turns, calls: make(map[jsonrpc.ID]ticket), closed: make(chan struct{})}, nil
 }
 
 // orderedConn stamps tickets. The turnstile is the server's, shared by every
 // connection: session ids are global to the server, whichever client uses them.
 type orderedConn struct {
 	mcp.Connection
+	srv   *Server
 	turns *turnstile
-	key   string
 
 	mu       sync.Mutex
 	calls    map[jsonrpc.ID]ticket // request id -> its ticket, until answered
@@ -100,52 +103,61 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	c.mu.Lock()
 	c.inflight++
 	c.mu.Unlock()
+	if tk, ok := c.srv.stamp(req); ok {
+		c.mu.Lock()
+		c.calls[req.ID] = tk
+		c.mu.Unlock()
+	}
+	return req, nil
+}
+
+// stamp gives a queued tool call its session's next ticket, carried to the
+// handler in _meta. ok is false for anything that is not a queued tool call
+// with a usable session_id.
+func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	if req.Method != "tools/call" {
-		return msg, nil
+		return ticket{}, false
 	}
 	var params map[string]json.RawMessage
 	if json.Unmarshal(req.Params, &params) != nil {
-		return msg, nil
+		return ticket{}, false
 	}
 	var name string
 	json.Unmarshal(params["name"], &name)
 	if !queuedTools[name] {
-		return msg, nil
+		return ticket{}, false
 	}
 	var args struct {
 		SessionID any `json:"session_id"`
 	}
 	json.Unmarshal(params["arguments"], &args)
-	sid, ok := args.SessionID.(string)
-	if args.SessionID == nil {
-		sid, ok = defaultSession, true
+	sid, isString := args.SessionID.(string)
+	if args.SessionID != nil && !isString {
+		return ticket{}, false // fails validation; nothing to order
 	}
-	if !ok {
-		return msg, nil // fails validation; nothing to order
-	}
+	// The handlers read a missing or empty session_id as "default": the
+	// ticket must be for the queue they wait on.
+	sid = sessionOr(sid)
 	meta := map[string]any{}
 	json.Unmarshal(params["_meta"], &meta)
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	tk := c.turns.take(sid)
-	meta[c.key] = tk.n
+	tk = s.turns.take(sid)
+	meta[s.ticketKey] = tk.n
 	b, err := json.Marshal(meta)
 	if err != nil {
-		c.turns.done(tk)
-		return msg, nil
+		s.turns.done(tk)
+		return ticket{}, false
 	}
 	params["_meta"] = b
 	p, err := json.Marshal(params)
 	if err != nil {
-		c.turns.done(tk)
-		return msg, nil
+		s.turns.done(tk)
+		return ticket{}, false
 	}
 	req.Params = p
-	c.mu.Lock()
-	c.calls[req.ID] = tk
-	c.mu.Unlock()
-	return req, nil
+	return tk, true
 }
 
 func (c *orderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -292,3 +304,52 @@ func (s *Server) ticketOf(session string, meta mcp.Meta) (ticket, bool) {
 	}
 	return ticket{session: session, n: n}, true
 }
+
+// OrderedHTTP wraps a streamable HTTP handler so that the queued tool calls
+// of one session join its queue in the order their POSTs arrived, as
+// OrderedTransport does for stdio: the SDK gives the HTTP transport no
+// connection to wrap, so tickets are stamped on the request body. A ticket
+// is given back when its POST is answered, if its handler has not already.
+func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxOrderedBody+1))
+		if err != nil || len(body) > maxOrderedBody {
+			// Too large to order (the SDK refuses it anyway) or unreadable:
+			// hand on what there is, untouched.
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			h.ServeHTTP(w, r)
+			return
+		}
+		var tk ticket
+		stamped := false
+		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+				if tk, stamped = s.stamp(req); stamped {
+					if b, err := jsonrpc.EncodeMessage(req); err == nil {
+						body = b
+					} else {
+						s.turns.done(tk)
+						stamped = false
+					}
+				}
+			}
+		}
+		if stamped {
+			defer s.turns.done(tk)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// maxOrderedBody is the largest POST body OrderedHTTP reads to stamp; it
+// matches the SDK's own default limit.
+const maxOrderedBody = mcp.DefaultMaxRequestBodyBytes

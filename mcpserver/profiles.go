@@ -10,7 +10,7 @@ import (
 
 // allTools is every tool the server has, in the order they are listed.
 var allTools = []string{
-	"create_session", "list_sessions", "run_code", "run_file", "interrupt_session",
+	"create_session", "list_sessions", "run_code", "run_file", "wait_run", "send_input", "interrupt_session",
 	"reset_session", "reset_run_context", "delete_session", "install_package", "session_status",
 	"get_history", "delete_history", "export_history", "save_script", "save_notebook", "rerun_code",
 	"list_kernels",
@@ -18,11 +18,18 @@ var allTools = []string{
 	"load_data", "describe_data", "estimate_ols", "plot_data",
 }
 
+// runTools are the tools whose calls start runs, which a call can hand off
+// (see runTool).
+var runTools = map[string]bool{
+	"run_code": true, "run_file": true, "rerun_code": true, "install_package": true,
+	"load_data": true, "describe_data": true, "estimate_ols": true, "plot_data": true,
+}
+
 // toolProfiles are the named sets --tools accepts besides "all".
 var toolProfiles = map[string][]string{
-	"minimal": {"run_code", "get_history", "session_status"},
+	"minimal": {"run_code", "wait_run", "send_input", "get_history", "session_status"},
 	"standard": {
-		"create_session", "list_sessions", "run_code", "run_file", "interrupt_session",
+		"create_session", "list_sessions", "run_code", "run_file", "wait_run", "send_input", "interrupt_session",
 		"reset_session", "reset_run_context", "delete_session", "session_status",
 		"get_history", "delete_history", "export_history", "save_script", "save_notebook", "rerun_code",
 	},
@@ -54,6 +61,11 @@ func ToolProfile(v string) ([]string, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no tools named; profiles: all, minimal, standard")
+	}
+	// A tool whose run can be handed off is useless without the tools that
+	// pick the run up again.
+	if slices.ContainsFunc(out, func(t string) bool { return runTools[t] }) {
+		out = append(out, "wait_run", "send_input")
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil

@@ -34,6 +34,11 @@ type Config struct {
 	Kernel string
 	// Timeout is the default execution timeout; 0 means none.
 	Timeout time.Duration
+	// MaxWait is the longest a call holds its client: a run not done by
+	// then is handed off (wait_run picks it up), and a call still waiting
+	// for its turn behind a run gives up with an error saying so.
+	// Default 45 s, under the 60 s the official TypeScript client waits.
+	MaxWait time.Duration
 	// OutputLimit is the number of characters of output in one result;
 	// longer output is cut in the middle. Default 20,000.
 	OutputLimit int
@@ -77,6 +82,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.MaxWait <= 0 {
+		c.MaxWait = 45 * time.Second
+	}
 	if c.OutputLimit <= 0 {
 		c.OutputLimit = 20000
 	}
@@ -116,6 +124,8 @@ type Server struct {
 	limitMu sync.Mutex
 	// idleStops counts idle-timer callbacks at work; Close waits for them.
 	idleStops sync.WaitGroup
+	// runs counts runs not yet finished; Close waits for them to record.
+	runs sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -143,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 		},
 	})
 	s.addTools()
+	s.addRunTools()
 	s.addDataTools()
 	if err := s.restore(); err != nil {
 		cancel()
@@ -177,6 +188,8 @@ func (s *Server) Close() error {
 		wg.Go(func() { errs[i] = ss.stopKernel() })
 	}
 	wg.Wait()
+	// Runs cut short by the kernels' shutdown record what they printed.
+	s.runs.Wait()
 	s.pool.close()
 	s.idleStops.Wait()
 	return errors.Join(errs...)

@@ -45,10 +45,18 @@ type Session struct {
 	created time.Time
 	choice  kernelChoice
 
-	run     chan struct{} // holds one token: the right to execute
-	startMu sync.Mutex    // serializes kernel starts
+	startMu sync.Mutex // serializes kernel starts
 
-	mu       sync.Mutex // guards the fields below
+	mu sync.Mutex // guards the fields below
+	// queue holds the jobs waiting for the session, in arrival order; the
+	// first holds the execution right (queue.go).
+	queue []*job
+	// runs are the session's runs, oldest first: the unfinished ones and
+	// the last keepRuns finished (runs.go). current is the one executing.
+	runs     []*run
+	runSeq   int
+	current  *run
+	deleted  bool // delete_session took the session out of the registry
 	k        *kernel.Kernel
 	starting bool
 	info     kernelInfo
@@ -76,9 +84,7 @@ type kernelInfo struct {
 }
 
 func (s *Server) newSession(id string, choice kernelChoice) *Session {
-	ss := &Session{id: id, srv: s, created: time.Now(), choice: choice, run: make(chan struct{}, 1)}
-	ss.run <- struct{}{}
-	return ss
+	return &Session{id: id, srv: s, created: time.Now(), choice: choice}
 }
 
 // lookup returns the session, or an error naming the sessions that exist.
@@ -123,27 +129,6 @@ func (s *Server) lookupOrCreate(id string) (*Session, error) {
 	return ss, nil
 }
 
-// acquire takes the session's execution right, waiting for earlier calls.
-// The idle timer does not run while the right is held.
-func (ss *Session) acquire(ctx context.Context) error {
-	select {
-	case <-ss.run:
-		ss.mu.Lock()
-		ss.stopIdleTimer()
-		ss.mu.Unlock()
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// release gives the execution right back and, when a kernel runs, starts
-// its idle time.
-func (ss *Session) release() {
-	ss.run <- struct{}{}
-	ss.armIdleTimer()
-}
-
 // stopIdleTimer disarms the idle timer; a callback already under way sees
 // the new idleGen and does nothing. Call with ss.mu held.
 func (ss *Session) stopIdleTimer() {
@@ -185,16 +170,15 @@ func (ss *Session) idleExpired(gen int) {
 	s.idleStops.Add(1)
 	s.mu.Unlock()
 	defer s.idleStops.Done()
-	select {
-	case <-ss.run:
-	default:
-		return // a call holds the session; its release re-arms the timer
+	j, ok := ss.tryHold()
+	if !ok {
+		return // a call holds or waits for the session; its end re-arms the timer
 	}
+	defer ss.leave(j)
 	ss.mu.Lock()
 	k := ss.k
 	if gen != ss.idleGen || k == nil {
 		ss.mu.Unlock()
-		ss.run <- struct{}{}
 		return
 	}
 	ss.idle = nil
@@ -202,7 +186,6 @@ func (ss *Session) idleExpired(gen int) {
 	ss.idled = true
 	ss.mu.Unlock()
 	err := k.Close()
-	ss.run <- struct{}{}
 	s.cfg.Logger.Info("stopped an idle kernel", "session", ss.id, "idle_timeout", s.cfg.IdleTimeout, "error", err)
 }
 
@@ -262,6 +245,11 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 			return k, nil, nil
 		}
 	}
+	// A call queued behind delete_session must not start a kernel that no
+	// registry entry, limit or shutdown would ever see.
+	if err := ss.checkRegistered(); err != nil {
+		return nil, nil, err
+	}
 	// The limit check and marking this session as starting happen under
 	// limitMu, so two sessions cannot both take the last place.
 	ss.srv.limitMu.Lock()
@@ -287,15 +275,35 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 		return nil, lost, err
 	}
 	ss.mu.Lock()
-	if ss.srv.ctx.Err() != nil {
+	if ss.srv.ctx.Err() != nil || ss.deleted {
+		deleted := ss.deleted
 		ss.mu.Unlock()
 		k.Close()
+		if deleted {
+			return nil, lost, ss.errDeleted()
+		}
 		return nil, lost, errors.New("server is shutting down")
 	}
 	ss.k, ss.info, ss.died, ss.idled = k, info, nil, false
 	ss.gen++
 	ss.mu.Unlock()
 	return k, lost, nil
+}
+
+// checkRegistered fails when the session was deleted after the caller
+// found it.
+func (ss *Session) checkRegistered() error {
+	ss.mu.Lock()
+	deleted := ss.deleted
+	ss.mu.Unlock()
+	if deleted {
+		return ss.errDeleted()
+	}
+	return nil
+}
+
+func (ss *Session) errDeleted() error {
+	return fmt.Errorf("session %q no longer exists (an earlier call deleted it, or its create_session failed); nothing ran here. run_code or create_session starts it afresh", ss.id)
 }
 
 // checkKernelLimit fails when starting a kernel for self would run more

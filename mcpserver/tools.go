@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -28,6 +27,8 @@ type RunCodeInput struct {
 	Start     *int     `json:"start,omitempty" jsonschema:"without code: first history block to re-run, 0-based (Python slice rules)"`
 	End       *int     `json:"end,omitempty" jsonschema:"without code: history block to stop before (exclusive)"`
 	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds before the run is interrupted (namespace kept); 0 means no limit"`
+	// Background hands the run off at once.
+	Background bool `json:"background,omitempty" jsonschema:"return at once with the run's id instead of waiting; wait_run then gives its output and result"`
 }
 
 // RunFileInput is the input of run_file.
@@ -35,6 +36,8 @@ type RunFileInput struct {
 	SessionID string   `json:"session_id,omitempty" jsonschema:"session to run in; created if missing"`
 	Path      string   `json:"path" jsonschema:"file to execute in the session's namespace; relative paths resolve against the session's working directory"`
 	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds before the run is interrupted; 0 means no limit"`
+	// Background hands the run off at once.
+	Background bool `json:"background,omitempty" jsonschema:"return at once with the run's id instead of waiting; wait_run then gives its output and result"`
 }
 
 // SessionInput names a session whose id defaults to "default".
@@ -71,6 +74,10 @@ type SessionSummary struct {
 	State        string `json:"state"`
 	Kernel       string `json:"kernel"`
 	Pid          int    `json:"pid,omitempty"`
+	// Run is the run in progress, if any; QueuedRuns counts those waiting
+	// behind it.
+	Run        *RunView `json:"run,omitempty"`
+	QueuedRuns int      `json:"queued_runs"`
 }
 
 // ListSessionsOutput is the structured content of list_sessions.
@@ -100,6 +107,10 @@ type SessionInfo struct {
 	MemoryRSS   int64             `json:"memory_rss_bytes,omitempty"`
 	Packages    map[string]string `json:"packages,omitempty"`
 	History     int               `json:"history_count"`
+	// Run is the run in progress, if any; QueuedRuns counts those waiting
+	// behind it.
+	Run        *RunView `json:"run,omitempty"`
+	QueuedRuns int      `json:"queued_runs,omitempty"`
 }
 
 // MessageOutput is the structured content of tools that only report.
@@ -163,17 +174,6 @@ func errResult[Out any](format string, args ...any) (*mcp.CallToolResult, Out, e
 	return nil, zero, fmt.Errorf(format, args...)
 }
 
-// waitTurn waits for this call's place in its session's queue (see
-// OrderedTransport), then for the session's execution right.
-func (s *Server) waitTurn(ctx context.Context, ss *Session, meta mcp.Meta) error {
-	if tk, ok := s.ticketOf(ss.id, meta); ok {
-		if err := s.turns.wait(ctx, tk); err != nil {
-			return err
-		}
-	}
-	return ss.acquire(ctx)
-}
-
 func (s *Server) timeoutFor(t *float64) (time.Duration, error) {
 	if t == nil {
 		return s.cfg.Timeout, nil
@@ -210,7 +210,7 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCo
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	return s.execute(ctx, req, ss, *in.Code, "", timeout)
+	return s.execute(ctx, req, ss, *in.Code, "", timeout, in.Background)
 }
 
 func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFileInput) (*mcp.CallToolResult, RunOutput, error) {
@@ -241,20 +241,28 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	if err != nil {
 		return errResult[RunOutput]("cannot read %s: %v", path, err)
 	}
-	return s.execute(ctx, req, ss, string(code), "file:"+path, timeout)
+	return s.execute(ctx, req, ss, string(code), "file:"+path, timeout, in.Background)
 }
 
-// execute runs code in the session in its turn and renders the result.
-func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
-	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
-		return errResult[RunOutput]("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
+// execute runs code in the session as a run in its turn and renders the
+// result, or hands the run off (see runTool).
+func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration, background bool) (*mcp.CallToolResult, RunOutput, error) {
+	return runTool(s, ctx, req, ss, background, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
+		content, out, err := s.runBlock(ctx, r, ss, code, source, timeout)
+		if err != nil {
+			return errResult[RunOutput]("%v", err)
+		}
+		return &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}, out, nil
+	}, runHandoff(ss))
+}
+
+// runHandoff is run_code's output for a call that returns before its run
+// ends.
+func runHandoff(ss *Session) func(v RunView, output string) RunOutput {
+	return func(v RunView, output string) RunOutput {
+		return RunOutput{SessionID: ss.id, RunID: v.RunID, Status: v.Status, Output: output, Displays: []Display{},
+			Prompt: v.Prompt, Password: v.Password, ElapsedMS: v.ElapsedMS}
 	}
-	defer ss.release()
-	content, out, err := s.runBlock(ctx, req, ss, code, source, timeout)
-	if err != nil {
-		return errResult[RunOutput]("%v", err)
-	}
-	return &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}, out, nil
 }
 
 // runBlock executes one block in a session whose execution right the caller
@@ -262,8 +270,8 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Sess
 // started if none runs; a death, a timeout or an ignored interrupt is
 // reported in the result, and the session stays usable. The error is for
 // failures to run at all (no kernel could be started).
-func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration) ([]mcp.Content, RunOutput, error) {
-	out := RunOutput{SessionID: ss.id, Displays: []Display{}}
+func (s *Server) runBlock(ctx context.Context, r *run, ss *Session, code, source string, timeout time.Duration) ([]mcp.Content, RunOutput, error) {
+	out := RunOutput{SessionID: ss.id, RunID: r.id, Displays: []Display{}}
 	k, lost, err := ss.kernel(ctx)
 	if err != nil {
 		return nil, out, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
@@ -283,17 +291,18 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	prog := s.startProgress(ctx, req)
 	ss.mu.Lock()
 	ss.lastInterrupt = time.Time{} // the debounce is per run
 	ss.mu.Unlock()
 	start := time.Now()
+	stopProgress := r.progress()
 	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
-		OnEvent:        prog.event,
+		OnEvent:        r.event,
+		OnInput:        r.onInput,
 		MaxStreamBytes: max(4*s.cfg.OutputLimit, 2*historyTextLimit),
 		MaxOutputs:     maxOutputs,
 	})
-	prog.stop()
+	stopProgress()
 	end := time.Now()
 	out.ElapsedMS = end.Sub(start).Milliseconds()
 
@@ -303,6 +312,15 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 		out.Status = "ok"
 	case errors.As(err, &execErr) && !res.Interrupted:
 		out.Status = "error"
+	case s.ctx.Err() != nil && (errors.Is(err, kernel.ErrKernelDied) || errors.Is(err, kernel.ErrClosed) || errors.Is(err, context.Canceled)):
+		// The server is stopping: the run is cut short, and recorded with
+		// what it printed so far.
+		out.Status = "interrupted"
+		notes = append(notes, "The server stopped during this run; its kernel was shut down.")
+		if res == nil {
+			res = &kernel.ExecuteResult{}
+		}
+		res.Error = nil
 	case errors.Is(err, kernel.ErrKernelDied):
 		out.Status = "error"
 		ss.markDead(k, err)
@@ -336,7 +354,7 @@ func (s *Server) runBlock(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 		return nil, out, fmt.Errorf("session %q: %v", ss.id, err)
 	}
 	out.Note = strings.Join(notes, "\n")
-	content := s.renderFor(ss, res, &out)
+	content := s.renderFor(ss, res, &out, r.consumeShown())
 	s.record(ss, historyEntry(code, source, res, out, gen, start, end))
 	return content, out, nil
 }
@@ -355,69 +373,6 @@ func runStopped(status string, timeout time.Duration) string {
 		return fmt.Sprintf("Execution timed out after %v and was interrupted.", timeout)
 	}
 	return "Execution was cancelled and interrupted."
-}
-
-// progress sends notifications/progress with the newest output lines while
-// a run lasts, when the client asked for progress.
-type progress struct {
-	mu    sync.Mutex
-	tail  []byte
-	stopc chan struct{}
-	done  chan struct{}
-}
-
-const progressTail = 500 // bytes of newest output carried by a notification
-
-func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
-	p := &progress{}
-	token := req.Params.GetProgressToken()
-	if token == nil || req.Session == nil {
-		return p
-	}
-	p.stopc, p.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		n := 0
-		for {
-			select {
-			case <-p.stopc:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			n++
-			p.mu.Lock()
-			msg := history.PlainText(string(p.tail))
-			p.mu.Unlock()
-			if msg == "" {
-				msg = fmt.Sprintf("running for %d s", n)
-			}
-			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg})
-		}
-	}()
-	return p
-}
-
-func (p *progress) event(e kernel.Event) {
-	if p.stopc == nil || e.Kind != "stream" {
-		return
-	}
-	p.mu.Lock()
-	p.tail = append(p.tail, e.Output.Text...)
-	if len(p.tail) > progressTail {
-		p.tail = append(p.tail[:0], p.tail[len(p.tail)-progressTail:]...)
-	}
-	p.mu.Unlock()
-}
-
-func (p *progress) stop() {
-	if p.stopc != nil {
-		close(p.stopc)
-		<-p.done
-	}
 }
 
 func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, SessionInfo, error) {
@@ -450,10 +405,14 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	s.mu.Unlock()
 
-	if err := ss.acquire(ctx); err != nil {
+	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	if err != nil {
+		s.mu.Lock()
+		s.unregister(ss)
+		s.mu.Unlock()
 		return errResult[SessionInfo]("%v", err)
 	}
-	defer ss.release()
+	defer release()
 	if _, _, err := ss.kernel(ctx); err != nil {
 		s.mu.Lock()
 		s.unregister(ss)
@@ -473,7 +432,6 @@ func textResult(text string) *mcp.CallToolResult {
 func (ss *Session) describe() SessionInfo {
 	st := ss.state()
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
 	info := SessionInfo{
 		SessionID: ss.id, State: st, Language: ss.info.Language, Version: ss.info.Version,
 		Interpreter: ss.info.Interpreter, Kernel: ss.info.KernelName, Cwd: ss.choice.Cwd, History: len(ss.hist),
@@ -481,6 +439,13 @@ func (ss *Session) describe() SessionInfo {
 	if ss.k != nil {
 		info.Pid = ss.k.Pid()
 	}
+	cur := ss.current
+	ss.mu.Unlock()
+	if cur != nil {
+		v := cur.view()
+		info.Run = &v
+	}
+	info.QueuedRuns = ss.queuedRuns()
 	return info
 }
 
@@ -500,7 +465,7 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 		if kname == "" {
 			kname = ss.choice.Kernel
 		}
-		row := SessionSummary{SessionID: ss.id, CreatedAt: ss.created.UTC().Format(time.RFC3339), HistoryCount: d.History, State: d.State, Kernel: kname}
+		row := SessionSummary{SessionID: ss.id, CreatedAt: ss.created.UTC().Format(time.RFC3339), HistoryCount: d.History, State: d.State, Kernel: kname, Run: d.Run, QueuedRuns: d.QueuedRuns}
 		if d.State != "dead" && d.State != "stopped" {
 			row.Pid = d.Pid
 		}
@@ -508,6 +473,15 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 		fmt.Fprintf(&text, "%s: %s, %d history entries", row.SessionID, row.State, row.HistoryCount)
 		if row.Pid != 0 {
 			fmt.Fprintf(&text, ", pid %d", row.Pid)
+		}
+		if r := row.Run; r != nil {
+			fmt.Fprintf(&text, ", run %s %s for %.1f s", r.RunID, r.Status, float64(r.ElapsedMS)/1000)
+			if r.LastLine != "" {
+				fmt.Fprintf(&text, " (last output: %q)", r.LastLine)
+			}
+		}
+		if row.QueuedRuns > 0 {
+			fmt.Fprintf(&text, ", %d run(s) queued", row.QueuedRuns)
 		}
 		text.WriteByte('\n')
 	}
@@ -533,8 +507,8 @@ func (s *Server) interruptSession(ctx context.Context, req *mcp.CallToolRequest,
 	if k == nil {
 		return textResult("Nothing to interrupt: session " + id + " has no running kernel."), MessageOutput{SessionID: id, Message: "no kernel running"}, nil
 	}
-	// A run is in progress while its call holds the execution right.
-	if len(ss.run) > 0 && k.State() != "busy" {
+	// A run is in progress while it holds the execution right.
+	if ss.currentRun() == nil && k.State() != "busy" {
 		msg := "Nothing is running in session " + id + "; no interrupt was sent."
 		return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
 	}
@@ -574,10 +548,14 @@ func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string,
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
+	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	defer ss.release()
+	defer release()
+	if err := ss.checkRegistered(); err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
 	if err := ss.restart(ctx); err != nil {
 		return errResult[MessageOutput]("session %q: restart failed: %v", id, err)
 	}
@@ -599,10 +577,19 @@ func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
+	// The delete takes its turn: runs queued before it finish first, and
+	// calls queued after it find the session gone.
+	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	if err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
+	defer release()
+	if err := ss.checkRegistered(); err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
 	s.mu.Lock()
 	s.unregister(ss)
 	s.mu.Unlock()
-	// A run in progress is interrupted by the shutdown and reports it.
 	if err := ss.stopKernel(); err != nil {
 		return errResult[MessageOutput]("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
 	}
@@ -624,6 +611,10 @@ type InstallOutput struct {
 	PackageName string `json:"package_name"`
 	ExitCode    int    `json:"exit_code"`
 	Output      string `json:"output"`
+	// RunID and Status are set when the call handed the install off as a
+	// run still going (see wait_run).
+	RunID  string `json:"run_id,omitempty"`
+	Status string `json:"status,omitempty"`
 }
 
 func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, in InstallPackageInput) (*mcp.CallToolResult, InstallOutput, error) {
@@ -638,10 +629,15 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return errResult[InstallOutput]("%v", err)
 	}
-	if err := s.waitTurn(ctx, ss, req.Params.Meta); err != nil {
-		return errResult[InstallOutput]("%v", err)
-	}
-	defer ss.release()
+	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *run) (*mcp.CallToolResult, InstallOutput, error) {
+		return s.pipInstall(ctx, ss, name)
+	}, func(v RunView, output string) InstallOutput {
+		return InstallOutput{SessionID: ss.id, PackageName: name, ExitCode: -1, Output: output, RunID: v.RunID, Status: v.Status}
+	})
+}
+
+// pipInstall runs pip in the session's kernel, in the caller's turn.
+func (s *Server) pipInstall(ctx context.Context, ss *Session, name string) (*mcp.CallToolResult, InstallOutput, error) {
 	k, _, err := ss.kernel(ctx)
 	if err != nil {
 		return errResult[InstallOutput]("session %q: cannot start a kernel: %v", ss.id, err)
@@ -793,6 +789,19 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 		text.WriteByte('\n')
 	}
 	fmt.Fprintf(&text, "History entries: %d\n", info.History)
+	if r := info.Run; r != nil {
+		fmt.Fprintf(&text, "Run in progress: %s (%s), %s for %.1f s", r.RunID, r.Tool, r.Status, float64(r.ElapsedMS)/1000)
+		if r.Prompt != "" {
+			fmt.Fprintf(&text, ", asking %q", r.Prompt)
+		}
+		if r.LastLine != "" {
+			fmt.Fprintf(&text, ", last output %q", r.LastLine)
+		}
+		text.WriteByte('\n')
+	}
+	if info.QueuedRuns > 0 {
+		fmt.Fprintf(&text, "Runs queued: %d\n", info.QueuedRuns)
+	}
 	if note != "" {
 		text.WriteString(note)
 	}

@@ -27,16 +27,20 @@ const stateDirNone = "none"
 
 // config is the command's configuration, from flags and environment.
 type config struct {
-	Transport   string
-	Host        string
-	Port        int
-	Python      string
-	Kernel      string
-	Token       string
-	Timeout     time.Duration // 0: none
-	OutputLimit int
-	StateDir    string // "": in memory only
-	LogLevel    slog.Level
+	Transport string
+	Host      string
+	Port      int
+	Python    string
+	Kernel    string
+	Token     string
+	Timeout   time.Duration // 0: none
+	MaxWait   time.Duration // longest a call holds its client
+	// ClientIdleTimeout closes HTTP client sessions that sent nothing for
+	// that long; 0 never does.
+	ClientIdleTimeout time.Duration
+	OutputLimit       int
+	StateDir          string // "": in memory only
+	LogLevel          slog.Level
 
 	MemoryLimit    int64         // bytes of address space per kernel; 0: none
 	MaxSessions    int           // sessions with a running kernel; 0: unlimited
@@ -80,6 +84,8 @@ var settings = []setting{
 	{"kernel", "KERNEL_MCP_KERNEL", "none", "kernelspec name to use instead of an interpreter"},
 	{"token", "KERNEL_MCP_TOKEN", "none", "HTTP bearer token clients must send as 'Authorization: Bearer <token>'"},
 	{"timeout", "KERNEL_MCP_TIMEOUT", "0", "default execution timeout in seconds (fractions allowed); 0 means none"},
+	{"max-wait", "KERNEL_MCP_MAX_WAIT", "45", "seconds a call may hold its client: a run still going then is handed off with its run_id (wait_run gives the rest); keep it under the client's own request timeout"},
+	{"client-idle-timeout", "KERNEL_MCP_CLIENT_IDLE_TIMEOUT", "1800", "seconds an HTTP client's MCP session may send nothing before the server forgets it (its kernel sessions and runs stay); 0 means never"},
 	{"output-limit", "KERNEL_MCP_OUTPUT_LIMIT", "20000", "characters of output per result; longer output is cut in the middle"},
 	{"state-dir", "KERNEL_MCP_STATE_DIR", "", "directory where session histories are kept; 'none' keeps them in memory only"},
 	{"log-level", "KERNEL_MCP_LOG_LEVEL", "info", "log level on stderr: debug, info, warn or error"},
@@ -291,6 +297,27 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			return config{}, invalid("idle-timeout", v, err.Error())
 		}
 		cfg.IdleTimeout = d
+	}
+
+	cfg.MaxWait = 45 * time.Second
+	if v := get("max-wait"); v != "" {
+		d, err := parseSeconds(v)
+		if err == nil && d <= 0 {
+			err = errors.New("must be more than 0")
+		}
+		if err != nil {
+			return config{}, invalid("max-wait", v, err.Error())
+		}
+		cfg.MaxWait = d
+	}
+
+	cfg.ClientIdleTimeout = 30 * time.Minute
+	if v := get("client-idle-timeout"); v != "" {
+		d, err := parseSeconds(v)
+		if err != nil {
+			return config{}, invalid("client-idle-timeout", v, err.Error())
+		}
+		cfg.ClientIdleTimeout = d
 	}
 
 	cfg.StartTimeout = 60 * time.Second

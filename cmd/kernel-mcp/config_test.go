@@ -37,11 +37,13 @@ func defaults() config {
 		StateDir:    "/home/u/.local/state/kernel-mcp",
 		LogLevel:    slog.LevelInfo,
 
-		StartTimeout:   60 * time.Second,
-		InterruptGrace: 5 * time.Second,
-		PoolSize:       1,
-		MaxInlineImage: 1 << 20,
-		ImageMode:      "inline",
+		StartTimeout:      60 * time.Second,
+		InterruptGrace:    5 * time.Second,
+		MaxWait:           45 * time.Second,
+		ClientIdleTimeout: 30 * time.Minute,
+		PoolSize:          1,
+		MaxInlineImage:    1 << 20,
+		ImageMode:         "inline",
 	}
 }
 
@@ -135,14 +137,17 @@ func TestParseConfig(t *testing.T) {
 		{name: "memory limit GB", args: []string{"--memory-limit", "4GB"}, want: func(c *config) { c.MemoryLimit = 4 << 30 }},
 		{name: "memory limit zero", env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "0"}, want: func(*config) {}},
 		{name: "memory limit empty flag", args: []string{"--memory-limit="}, env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "1G"}, want: func(*config) {}},
-		{name: "tools minimal", args: []string{"--tools", "minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "run_code", "session_status"} }},
-		{name: "tools list and profile", env: map[string]string{"KERNEL_MCP_TOOLS": " run_code, get_value ,minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "get_value", "run_code", "session_status"} }},
+		{name: "tools minimal", args: []string{"--tools", "minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "run_code", "send_input", "session_status", "wait_run"} }},
+		{name: "tools list and profile", env: map[string]string{"KERNEL_MCP_TOOLS": " run_code, get_value ,minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "get_value", "run_code", "send_input", "session_status", "wait_run"} }},
+		{name: "tools run tool brings wait_run", args: []string{"--tools", "load_data"}, want: func(c *config) { c.Tools = []string{"load_data", "send_input", "wait_run"} }},
 		{name: "tools all", args: []string{"--tools", "ALL"}, want: func(*config) {}},
 		{name: "image link mode", env: map[string]string{"KERNEL_MCP_IMAGE_MODE": "Link"}, want: func(c *config) { c.ImageMode = "link" }},
 		{name: "max inline image", args: []string{"--max-inline-image", "500K"}, want: func(c *config) { c.MaxInlineImage = 500 << 10 }},
 		{name: "pool off", env: map[string]string{"KERNEL_MCP_POOL_SIZE": "0"}, want: func(c *config) { c.PoolSize = 0 }},
 		{name: "pool flag over env", args: []string{"--pool-size", "3"}, env: map[string]string{"KERNEL_MCP_POOL_SIZE": "0"}, want: func(c *config) { c.PoolSize = 3 }},
 		{name: "idle timeout fraction", args: []string{"--idle-timeout", ".5"}, want: func(c *config) { c.IdleTimeout = 500 * time.Millisecond }},
+		{name: "max wait", env: map[string]string{"KERNEL_MCP_MAX_WAIT": "2"}, want: func(c *config) { c.MaxWait = 2 * time.Second }},
+		{name: "client idle timeout off", args: []string{"--client-idle-timeout", "0"}, want: func(c *config) { c.ClientIdleTimeout = 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,6 +204,8 @@ func TestParseConfigInvalid(t *testing.T) {
 		{name: "max sessions negative", args: []string{"--max-sessions", "-1"}, want: []string{"--max-sessions", "KERNEL_MCP_MAX_SESSIONS"}},
 		{name: "max sessions non-numeric", env: map[string]string{"KERNEL_MCP_MAX_SESSIONS": "many"}, want: []string{"--max-sessions", "KERNEL_MCP_MAX_SESSIONS"}},
 		{name: "idle timeout negative", args: []string{"--idle-timeout", "-5"}, want: []string{"--idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "negative"}},
+		{name: "max wait zero", args: []string{"--max-wait", "0"}, want: []string{"--max-wait", "KERNEL_MCP_MAX_WAIT", "more than 0"}},
+		{name: "max wait unit", env: map[string]string{"KERNEL_MCP_MAX_WAIT": "1m"}, want: []string{"--max-wait", "KERNEL_MCP_MAX_WAIT"}},
 		{name: "idle timeout unit", env: map[string]string{"KERNEL_MCP_IDLE_TIMEOUT": "5m"}, want: []string{"--idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT"}},
 		{name: "start timeout zero", args: []string{"--start-timeout", "0"}, want: []string{"--start-timeout", "KERNEL_MCP_START_TIMEOUT", "more than 0"}},
 		{name: "start timeout non-numeric", env: map[string]string{"KERNEL_MCP_START_TIMEOUT": "soon"}, want: []string{"--start-timeout", "KERNEL_MCP_START_TIMEOUT"}},

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,16 +86,21 @@ func bearerMatches(header string, want [sha256.Size]byte) bool {
 // streamable HTTP (at /mcp) or SSE (at /sse) handler, with its DNS-rebinding
 // protection left on, behind cross-origin protection and, when a token is
 // set, the bearer-token check.
-func newHTTPHandler(cfg config, server *mcp.Server, logger *slog.Logger) http.Handler {
+func newHTTPHandler(cfg config, srv *mcpserver.Server, logger *slog.Logger) http.Handler {
+	server := srv.MCP()
 	getServer := func(*http.Request) *mcp.Server { return server }
 	mux := http.NewServeMux()
 	switch cfg.Transport {
 	case transportSSE:
 		mux.Handle(pathSSE, mcp.NewSSEHandler(getServer, &mcp.SSEOptions{}))
 	default:
-		mux.Handle(pathStreamable, mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			Logger: logger,
-		}))
+		// Calls of one session join its queue in the order their POSTs
+		// arrive; a client that vanished without a DELETE is forgotten
+		// after the idle timeout (its kernel sessions and runs stay).
+		mux.Handle(pathStreamable, srv.OrderedHTTP(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Logger:         logger,
+			SessionTimeout: cfg.ClientIdleTimeout,
+		})))
 	}
 	// Browsers may not POST to us from another origin: a web page the user
 	// visits must not be able to drive a kernel. Non-browser clients send no

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -149,8 +150,16 @@ func TestBearerMatchesDigests(t *testing.T) {
 	}
 }
 
-func newTestMCPServer() *mcp.Server {
-	return mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+// newTestMCPServer is a kernel-mcp server that starts no kernel (no pool,
+// no state dir): enough to exercise the HTTP layer.
+func newTestMCPServer(t *testing.T) *mcpserver.Server {
+	t.Helper()
+	srv, err := mcpserver.New(mcpserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
 }
 
 // authTransport adds a bearer token to each request.
@@ -180,7 +189,7 @@ func TestHTTPHandlerClients(t *testing.T) {
 		for _, token := range []string{"", "tok"} {
 			t.Run(transport+"/token="+token, func(t *testing.T) {
 				cfg := config{Transport: transport, Token: token}
-				ts := httptest.NewServer(newHTTPHandler(cfg, newTestMCPServer(), discard))
+				ts := httptest.NewServer(newHTTPHandler(cfg, newTestMCPServer(t), discard))
 				defer ts.Close()
 				url := ts.URL + pathStreamable
 				if transport == transportSSE {
@@ -214,7 +223,7 @@ func TestHTTPHandlerProtections(t *testing.T) {
 	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
 	for _, transport := range []string{transportStreamableHTTP, transportSSE} {
 		t.Run(transport, func(t *testing.T) {
-			ts := httptest.NewServer(newHTTPHandler(config{Transport: transport, Token: "tok"}, newTestMCPServer(), discard))
+			ts := httptest.NewServer(newHTTPHandler(config{Transport: transport, Token: "tok"}, newTestMCPServer(t), discard))
 			defer ts.Close()
 			path := pathStreamable
 			if transport == transportSSE {
@@ -255,7 +264,7 @@ func TestHTTPHandlerProtections(t *testing.T) {
 }
 
 func TestUnknownPathIs404(t *testing.T) {
-	ts := httptest.NewServer(newHTTPHandler(config{Transport: transportStreamableHTTP}, newTestMCPServer(), discard))
+	ts := httptest.NewServer(newHTTPHandler(config{Transport: transportStreamableHTTP}, newTestMCPServer(t), discard))
 	defer ts.Close()
 	resp, err := http.Get(ts.URL + pathSSE)
 	if err != nil {

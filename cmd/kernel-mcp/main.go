@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Python:         cfg.Python,
 		Kernel:         cfg.Kernel,
 		Timeout:        cfg.Timeout,
+		MaxWait:        cfg.MaxWait,
 		OutputLimit:    cfg.OutputLimit,
 		InterruptGrace: cfg.InterruptGrace,
 		StartTimeout:   cfg.StartTimeout,
@@ -117,7 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitError
 	}
 	logger.Info("kernel-mcp starting", "version", versionString(), "transport", cfg.Transport,
-		"state_dir", cfg.StateDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout,
+		"state_dir", cfg.StateDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout, "max_wait", cfg.MaxWait,
 		"memory_limit", cfg.MemoryLimit, "max_sessions", cfg.MaxSessions, "pool_size", cfg.PoolSize, "idle_timeout", cfg.IdleTimeout,
 		"start_timeout", cfg.StartTimeout, "interrupt_grace", cfg.InterruptGrace)
 
@@ -169,7 +170,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, t mcp.Transport, log
 // serveHTTPTransport serves MCP over SSE or streamable HTTP on ln until ctx
 // is cancelled, then shuts the HTTP server down gracefully.
 func serveHTTPTransport(ctx context.Context, cfg config, srv *mcpserver.Server, ln net.Listener, stderr io.Writer, logger *slog.Logger) error {
-	h := newHTTPHandler(cfg, srv.MCP(), logger)
+	h := newHTTPHandler(cfg, srv, logger)
 	url := endpointURL(cfg.Transport, ln.Addr())
 	// Always shown, whatever the log level: clients need the URL, and with
 	// --port 0 this is where the chosen port appears.

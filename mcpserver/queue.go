@@ -1,0 +1,128 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Each session has one queue. Whatever executes in the kernel or changes the
+// session (a run, a reset, a delete, a data tool's query) is a job in it,
+// and only the job at its head runs: that is the session's execution right.
+// Calls join the queue in the order they arrived (see OrderedTransport), so
+// a describe_data sent after a load_data runs after it even when the
+// load_data's call handed its run off long ago.
+
+// job is one place in a session's queue.
+type job struct {
+	turn chan struct{} // closed when the job reaches the head of the queue
+}
+
+func newJob() *job { return &job{turn: make(chan struct{})} }
+
+// enqueue puts j at the end of the session's queue; at the head, it holds
+// the execution right at once and the idle timer stops.
+func (ss *Session) enqueue(j *job) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.queue = append(ss.queue, j)
+	if len(ss.queue) == 1 {
+		ss.stopIdleTimer()
+		close(j.turn)
+	}
+}
+
+// leave takes j out of the queue, passing the execution right on if j held
+// it. When the queue empties, the idle timer starts. Leaving twice is
+// harmless.
+func (ss *Session) leave(j *job) {
+	ss.mu.Lock()
+	i := slices.Index(ss.queue, j)
+	if i < 0 {
+		ss.mu.Unlock()
+		return
+	}
+	ss.queue = slices.Delete(ss.queue, i, i+1)
+	if i == 0 && len(ss.queue) > 0 {
+		close(ss.queue[0].turn)
+	}
+	empty := len(ss.queue) == 0
+	ss.mu.Unlock()
+	if empty {
+		ss.armIdleTimer()
+	}
+}
+
+// tryHold takes the execution right only if nothing holds it or waits for
+// it, for work that must not queue (the idle timer).
+func (ss *Session) tryHold() (*job, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.queue) > 0 {
+		return nil, false
+	}
+	j := newJob()
+	ss.queue = append(ss.queue, j)
+	close(j.turn)
+	return j, true
+}
+
+// queueLen is the number of jobs holding or waiting for the session.
+func (ss *Session) queueLen() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.queue)
+}
+
+// join puts a call in its session's queue in the order it arrived: it waits
+// for the call's ticket (calls that arrived earlier join first), joins, and
+// gives the ticket back at once so that later calls can join behind it.
+func (s *Server) join(ctx context.Context, ss *Session, meta mcp.Meta) (*job, error) {
+	if tk, ok := s.ticketOf(ss.id, meta); ok {
+		defer s.turns.done(tk)
+		if err := s.turns.wait(ctx, tk); err != nil {
+			return nil, err
+		}
+	}
+	j := newJob()
+	ss.enqueue(j)
+	return j, nil
+}
+
+// waitTurn is for calls that are not runs (resets, deletes, queries): it
+// joins the queue and waits for the execution right, at most Config.MaxWait
+// so that no call outlasts the client's patience behind a long run. The
+// returned release gives the right back.
+func (s *Server) waitTurn(ctx context.Context, ss *Session, meta mcp.Meta) (release func(), err error) {
+	j, err := s.join(ctx, ss, meta)
+	if err != nil {
+		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
+	}
+	t := time.NewTimer(s.cfg.MaxWait)
+	defer t.Stop()
+	select {
+	case <-j.turn:
+		return func() { ss.leave(j) }, nil
+	case <-ctx.Done():
+		ss.leave(j)
+		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, ctx.Err())
+	case <-t.C:
+		ss.leave(j)
+		return nil, ss.busyError(s.cfg.MaxWait)
+	}
+}
+
+// busyError says why a call gave up waiting for its turn, and what to do.
+func (ss *Session) busyError(waited time.Duration) error {
+	r := ss.currentRun()
+	if r == nil {
+		return fmt.Errorf("session %q stayed busy for %v with earlier calls; nothing was done. Try again later", ss.id, waited.Round(time.Millisecond))
+	}
+	v := r.view()
+	return fmt.Errorf("session %q is busy with run %s (%s for %v, %d more queued); nothing was done. "+
+		"Call wait_run {\"session_id\": %q, \"run_id\": %q} until it ends, or interrupt_session to stop it, then try again",
+		ss.id, v.RunID, v.Status, time.Duration(v.ElapsedMS)*time.Millisecond, max(ss.queueLen()-1, 0), ss.id, v.RunID)
+}
