@@ -137,8 +137,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "memory limit GB", args: []string{"--memory-limit", "4GB"}, want: func(c *config) { c.MemoryLimit = 4 << 30 }},
 		{name: "memory limit zero", env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "0"}, want: func(*config) {}},
 		{name: "memory limit empty flag", args: []string{"--memory-limit="}, env: map[string]string{"KERNEL_MCP_MEMORY_LIMIT": "1G"}, want: func(*config) {}},
-		{name: "tools minimal", args: []string{"--tools", "minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "run_code", "send_input", "session_status", "wait_run"} }},
-		{name: "tools list and profile", env: map[string]string{"KERNEL_MCP_TOOLS": " run_code, get_value ,minimal"}, want: func(c *config) { c.Tools = []string{"get_history", "get_value", "run_code", "send_input", "session_status", "wait_run"} }},
+		{name: "tools minimal", args: []string{"--tools", "minimal"}, want: func(c *config) {
+			c.Tools = []string{"get_history", "run_code", "send_input", "session_status", "wait_run"}
+		}},
+		{name: "tools list and profile", env: map[string]string{"KERNEL_MCP_TOOLS": " run_code, get_value ,minimal"}, want: func(c *config) {
+			c.Tools = []string{"get_history", "get_value", "run_code", "send_input", "session_status", "wait_run"}
+		}},
 		{name: "tools run tool brings wait_run", args: []string{"--tools", "load_data"}, want: func(c *config) { c.Tools = []string{"load_data", "send_input", "wait_run"} }},
 		{name: "tools all", args: []string{"--tools", "ALL"}, want: func(*config) {}},
 		{name: "image link mode", env: map[string]string{"KERNEL_MCP_IMAGE_MODE": "Link"}, want: func(c *config) { c.ImageMode = "link" }},
