@@ -70,6 +70,7 @@ type run struct {
 	lastLine string
 	attached *attachment
 	input    *pendingInput
+	inputSeq int
 	handoff  bool // a call returned without the result
 	finals   int  // times the final result was returned
 	res      *mcp.CallToolResult
@@ -87,10 +88,10 @@ type attachment struct {
 
 // pendingInput is a question the code asked through input() or getpass().
 type pendingInput struct {
-	req      kernel.InputRequest
+	req    kernel.InputRequest
+	seq      int              // the run's questions are numbered from 1
 	answer   chan inputAnswer // capacity 1: the first answer wins
-	ctx      context.Context  // ends when the question is no longer open
-	elicited bool
+	answered bool             // an answer is on its way to the code
 }
 
 type inputAnswer struct {
@@ -293,11 +294,7 @@ func (r *run) attach(a *attachment) (detach func()) {
 	}
 	r.mu.Lock()
 	r.attached = a
-	in := r.input
 	r.mu.Unlock()
-	if in != nil {
-		r.elicit(in, a)
-	}
 	return func() {
 		r.mu.Lock()
 		if r.attached == a {
@@ -312,14 +309,14 @@ type awaitResult int
 
 const (
 	awaitDone      awaitResult = iota // the run finished
-	awaitInput                        // the run waits for an answer nobody is asked for
+	awaitInput                        // the run waits for an answer
 	awaitTimeout                      // d passed
 	awaitCancelled                    // ctx ended
 )
 
 // await waits up to d for the run to finish. It returns early when the run
-// needs input that no elicitation is asking the user for, since only
-// send_input can then answer it.
+// asks for input: the caller puts the question to the user or hands the run
+// off for send_input.
 func (r *run) await(ctx context.Context, d time.Duration, a *attachment) awaitResult {
 	detach := r.attach(a)
 	defer detach()
@@ -327,12 +324,12 @@ func (r *run) await(ctx context.Context, d time.Duration, a *attachment) awaitRe
 	defer t.Stop()
 	for {
 		r.mu.Lock()
-		changed, in := r.changed, r.input
+		changed, asking := r.changed, r.input != nil && !r.input.answered
 		r.mu.Unlock()
 		if isClosed(r.done) {
 			return awaitDone
 		}
-		if in != nil && !in.elicited {
+		if asking {
 			return awaitInput
 		}
 		select {
@@ -385,17 +382,15 @@ func (r *run) progress() (stop func()) {
 	}
 }
 
-// onInput answers the code's input() or getpass(): through MCP elicitation
-// when the attached call's client offers it, else by send_input. The run
+// onInput waits for the answer to the code's input() or getpass(): from
+// the user through elicitation (see attend) or from send_input. The run
 // reads as input_requested meanwhile.
 func (r *run) onInput(ctx context.Context, ir kernel.InputRequest) (string, error) {
-	ictx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	in := &pendingInput{req: ir, answer: make(chan inputAnswer, 1), ctx: ictx}
 	r.mu.Lock()
+	r.inputSeq++
+	in := &pendingInput{req: ir, seq: r.inputSeq, answer: make(chan inputAnswer, 1)}
 	r.input = in
 	r.state = runInputRequested
-	a := r.attached
 	r.signal()
 	r.mu.Unlock()
 	defer func() {
@@ -409,92 +404,36 @@ func (r *run) onInput(ctx context.Context, ir kernel.InputRequest) (string, erro
 		r.signal()
 		r.mu.Unlock()
 	}()
-	if a != nil {
-		r.elicit(in, a)
-	}
 	select {
 	case ans := <-in.answer:
 		return ans.text, ans.err
-	case <-ictx.Done():
-		return "", ictx.Err()
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
 }
 
-// elicit asks the user the code's question through the attached call's
-// client, once, if that client declared elicitation.
-func (r *run) elicit(in *pendingInput, a *attachment) {
-	p := a.session.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
-		return
-	}
+// answer gives the waiting question its reply; seq 0 answers whichever is
+// open (send_input), another only that question (an elicitation's answer).
+func (r *run) answer(seq int, ans inputAnswer) (kernel.InputRequest, bool) {
 	r.mu.Lock()
-	if in.elicited {
-		r.mu.Unlock()
-		return
-	}
-	in.elicited = true
-	r.signal()
-	r.mu.Unlock()
-	go func() {
-		prompt := strings.TrimSpace(in.req.Prompt)
-		what := "input()"
-		if in.req.Password {
-			what = "getpass()"
-		}
-		msg := fmt.Sprintf("The code running in session %q (run %s) asks, through %s: %s", r.ss.id, r.id, what, prompt)
-		if prompt == "" {
-			msg = fmt.Sprintf("The code running in session %q (run %s) waits for a line of input (%s).", r.ss.id, r.id, what)
-		}
-		desc := "The line the code receives."
-		if in.req.Password {
-			desc = "A secret: it goes to the code only, never into outputs or history."
-		}
-		res, err := a.session.Elicit(in.ctx, &mcp.ElicitParams{
-			Message: msg,
-			RequestedSchema: map[string]any{
-				"type":       "object",
-				"properties": map[string]any{"answer": map[string]any{"type": "string", "title": "Answer", "description": desc}},
-				"required":   []string{"answer"},
-			},
-		})
-		var ans inputAnswer
-		switch {
-		case err != nil:
-			// The client could not ask; send_input still can.
-			r.mu.Lock()
-			in.elicited = false
-			r.signal()
-			r.mu.Unlock()
-			return
-		case res.Action == "accept":
-			s, _ := res.Content["answer"].(string)
-			ans.text = s
-		case res.Action == "decline":
-			ans.err = errInputDeclined
-		default:
-			ans.err = errInputCancelled
-		}
-		select {
-		case in.answer <- ans:
-		default:
-		}
-	}()
-}
-
-// answer gives a waiting question its reply (send_input).
-func (r *run) answer(text string) (kernel.InputRequest, bool) {
-	r.mu.Lock()
+	defer r.mu.Unlock()
 	in := r.input
-	r.mu.Unlock()
-	if in == nil {
+	if in == nil || in.answered || (seq != 0 && in.seq != seq) {
 		return kernel.InputRequest{}, false
 	}
-	select {
-	case in.answer <- inputAnswer{text: text}:
-		return in.req, true
-	default:
-		return kernel.InputRequest{}, false // answered a moment ago
+	in.answered = true
+	in.answer <- ans // never blocks: the first answer is the only one
+	return in.req, true
+}
+
+// pendingQuestion is the open question, if any.
+func (r *run) pendingQuestion() *pendingInput {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.input == nil || r.input.answered {
+		return nil
 	}
+	return r.input
 }
 
 // RunView describes a run in progress for list_sessions, session_status and

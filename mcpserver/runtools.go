@@ -16,9 +16,21 @@ import (
 // most Config.MaxWait (not at all when background is set). A run not done
 // by then is handed off: the call returns handoff's output and a text with
 // the run's id, state and output so far, and the run goes on.
+//
+// A call that retries after answering the run's question (MCP multi
+// round-trip, see attend) carries the run in its request state: it resumes
+// waiting on that run instead of starting another.
 func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, ss *Session, background bool,
 	fn func(ctx context.Context, r *run) (*mcp.CallToolResult, Out, error),
 	handoff func(v RunView, output string) Out) (*mcp.CallToolResult, Out, error) {
+	if req.Params.RequestState != "" {
+		s.releaseTicket(ss.id, req.Params.Meta)
+		r, err := s.resume(req)
+		if err != nil {
+			return errResult[Out]("%v", err)
+		}
+		return attend(s, ctx, req, r, s.cfg.MaxWait, nil, handoff)
+	}
 	r, err := s.startRun(ctx, req, ss, req.Params.Name, func(ctx context.Context, r *run) (*mcp.CallToolResult, any, error) {
 		return fn(ctx, r)
 	})
@@ -29,19 +41,127 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	if background {
 		wait = 0
 	}
+	// Not handed off yet: cancelling the call stops the run, as a cancelled
+	// call always did.
+	cancelled := func() { r.cancel() }
+	return attend(s, ctx, req, r, wait, cancelled, handoff)
+}
+
+// attend waits up to wait for the run on behalf of a call. It returns the
+// run's result if it ends; if the run asks for input and the client
+// declared elicitation, the question as an MCP input request (the client
+// asks the user and calls again with the answer); otherwise it hands the
+// run off. When ctx ends first, cancelled (if any) runs.
+func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r *run, wait time.Duration, cancelled func(), handoff func(v RunView, output string) Out) (*mcp.CallToolResult, Out, error) {
+	var zero Out
 	switch r.await(ctx, wait, attachmentOf(req)) {
 	case awaitDone:
 		res, out, err := r.final()
 		o, _ := out.(Out)
 		return res, o, err
 	case awaitCancelled:
-		// Not handed off yet: cancelling the call stops the run, as a
-		// cancelled call always did.
-		r.cancel()
-		return errResult[Out]("cancelled: run %s in session %q was stopped (interrupted if it had started)", r.id, ss.id)
+		if cancelled != nil {
+			cancelled()
+			return errResult[Out]("cancelled: run %s in session %q was stopped (interrupted if it had started)", r.id, r.ss.id)
+		}
+		return errResult[Out]("cancelled; run %s in session %q goes on", r.id, r.ss.id)
+	case awaitInput:
+		// The SDK carries an input request to a client of an older protocol
+		// version itself, but once per call: a second question in the same
+		// call is handed off instead.
+		if in := r.pendingQuestion(); in != nil && canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req)) {
+			return inputRequest(r, in), zero, nil
+		}
 	}
 	v, output := r.handOff()
-	return handoffResult(s, ss, v, output), handoff(v, output), nil
+	return handoffResult(s, r.ss, v, output), handoff(v, output), nil
+}
+
+// canElicit reports whether the calling client declared elicitation.
+func canElicit(req *mcp.CallToolRequest) bool {
+	if req == nil || req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+// multiRoundTrip reports whether the client speaks MCP multi round-trip
+// requests itself (protocol 2026-07-28 and later).
+func multiRoundTrip(req *mcp.CallToolRequest) bool {
+	p := req.Session.InitializeParams()
+	return p != nil && p.ProtocolVersion >= "2026-07-28"
+}
+
+// inputRequest is a result that asks the user the run's question through
+// the client (elicitation as an MCP multi round-trip input request; the
+// SDK sends it as elicitation/create to clients of older protocol
+// versions). The request state names the question, so that the call that
+// comes back with the answer gives it to that question only.
+func inputRequest(r *run, in *pendingInput) *mcp.CallToolResult {
+	prompt := strings.TrimSpace(in.req.Prompt)
+	what, desc := "input()", "The line the code receives."
+	if in.req.Password {
+		what, desc = "getpass()", "A secret: it goes to the code only, never into outputs or history."
+	}
+	msg := fmt.Sprintf("The code running in session %q (run %s) asks, through %s: %s", r.ss.id, r.id, what, prompt)
+	if prompt == "" {
+		msg = fmt.Sprintf("The code running in session %q (run %s) waits for a line of input (%s).", r.ss.id, r.id, what)
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{inputRequestID(in.seq): &mcp.ElicitParams{
+			Mode:    "form",
+			Message: msg,
+			RequestedSchema: map[string]any{
+				"type":       "object",
+				"properties": map[string]any{"answer": map[string]any{"type": "string", "title": "Answer", "description": desc}},
+				"required":   []string{"answer"},
+			},
+		}},
+		RequestState: fmt.Sprintf("%s %s %d", r.ss.id, r.id, in.seq),
+	}
+}
+
+func inputRequestID(seq int) string { return fmt.Sprintf("input-%d", seq) }
+
+// resume finds the run a retried call (multi round-trip) waits on and gives
+// its question the user's answer. The request state is only a pointer: a
+// forged one can do no more than send_input could.
+func (s *Server) resume(req *mcp.CallToolRequest) (*run, error) {
+	var sid, rid string
+	var seq int
+	if n, err := fmt.Sscanf(req.Params.RequestState, "%s %s %d", &sid, &rid, &seq); n != 3 || err != nil {
+		return nil, fmt.Errorf("unknown request state %q", req.Params.RequestState)
+	}
+	ss, err := s.lookup(sid)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ss.findRun(rid)
+	if err != nil {
+		return nil, err
+	}
+	if resp, ok := req.Params.InputResponses[inputRequestID(seq)].(*mcp.ElicitResult); ok {
+		var ans inputAnswer
+		switch resp.Action {
+		case "accept":
+			ans.text, _ = resp.Content["answer"].(string)
+		case "decline":
+			ans.err = errInputDeclined
+		default:
+			ans.err = errInputCancelled
+		}
+		r.answer(seq, ans) // a question answered meanwhile keeps its answer
+	}
+	return r, nil
+}
+
+// releaseTicket gives back the ordering ticket of a call that joins no
+// queue.
+func (s *Server) releaseTicket(session string, meta mcp.Meta) {
+	if tk, ok := s.ticketOf(session, meta); ok {
+		s.turns.done(tk)
+	}
 }
 
 // handOff marks the run handed off and takes the output so far.
@@ -188,41 +308,38 @@ func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitR
 			wait = time.Duration(w * float64(time.Second))
 		}
 	}
-	ss, err := s.lookup(sessionOr(in.SessionID))
-	if err != nil {
-		return errResult[any]("%v", err)
-	}
-	r, err := ss.findRun(in.RunID)
-	if err != nil {
-		return errResult[any]("%v", err)
-	}
-	if r.await(ctx, wait, attachmentOf(req)) == awaitDone {
-		res, out, err := r.final()
+	var r *run
+	if req.Params.RequestState != "" {
+		var err error
+		if r, err = s.resume(req); err != nil {
+			return errResult[any]("%v", err)
+		}
+	} else {
+		ss, err := s.lookup(sessionOr(in.SessionID))
 		if err != nil {
-			return errResult[any]("run %s: %v", r.id, err)
+			return errResult[any]("%v", err)
 		}
-		if note != "" {
-			res = withLead(res, note)
+		if r, err = ss.findRun(in.RunID); err != nil {
+			return errResult[any]("%v", err)
 		}
-		return res, out, nil
 	}
-	if ctx.Err() != nil {
-		return errResult[any]("wait_run cancelled; run %s goes on", r.id)
+	res, out, err := attend(s, ctx, req, r, wait, nil, func(v RunView, output string) any {
+		p := WaitRunProgress{SessionID: r.ss.id, RunView: v, Output: output, Note: note}
+		if v.Status == runRunning || v.Status == runInputRequested {
+			p.Queued = r.ss.queuedRuns()
+		}
+		return p
+	})
+	if err != nil || res == nil || res.InputRequests != nil {
+		return res, out, err
 	}
-	output := r.takeOutput()
-	v := r.view()
-	p := WaitRunProgress{SessionID: ss.id, RunView: v, Output: output, Note: note}
-	if v.Status == runRunning || v.Status == runInputRequested {
-		p.Queued = ss.queuedRuns()
-	}
-	res := handoffResult(s, ss, v, output)
-	if output == "" && v.Status == runRunning {
+	if p, ok := out.(WaitRunProgress); ok && p.Output == "" && p.Status == runRunning {
 		res = withTail(res, "(no new output)")
 	}
 	if note != "" {
 		res = withLead(res, note)
 	}
-	return res, p, nil
+	return res, out, nil
 }
 
 func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in SendInputInput) (*mcp.CallToolResult, MessageOutput, error) {
@@ -234,7 +351,7 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	ir, ok := r.answer(in.Text)
+	ir, ok := r.answer(0, inputAnswer{text: in.Text})
 	if !ok {
 		v := r.view()
 		return errResult[MessageOutput]("run %s in session %q is not waiting for input (it is %s); nothing was sent", r.id, ss.id, v.Status)
