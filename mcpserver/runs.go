@@ -88,7 +88,7 @@ type attachment struct {
 
 // pendingInput is a question the code asked through input() or getpass().
 type pendingInput struct {
-	req    kernel.InputRequest
+	req      kernel.InputRequest
 	seq      int              // the run's questions are numbered from 1
 	answer   chan inputAnswer // capacity 1: the first answer wins
 	answered bool             // an answer is on its way to the code
