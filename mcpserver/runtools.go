@@ -74,7 +74,11 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 		}
 	}
 	v, output := r.handOff()
-	return handoffResult(s, r.ss, v, output), handoff(v, output), nil
+	label := "Output so far:"
+	if req.Params.Name == "wait_run" {
+		label = "Output since the last call:"
+	}
+	return handoffResult(s, r.ss, v, label, output), handoff(v, output), nil
 }
 
 // canElicit reports whether the calling client declared elicitation.
@@ -174,7 +178,7 @@ func (r *run) handOff() (RunView, string) {
 }
 
 // handoffResult is the text of a call that returns before its run ends.
-func handoffResult(s *Server, ss *Session, v RunView, output string) *mcp.CallToolResult {
+func handoffResult(s *Server, ss *Session, v RunView, label, output string) *mcp.CallToolResult {
 	ref := fmt.Sprintf(`{"session_id": %q, "run_id": %q}`, ss.id, v.RunID)
 	var b strings.Builder
 	switch v.Status {
@@ -191,7 +195,7 @@ func handoffResult(s *Server, ss *Session, v RunView, output string) *mcp.CallTo
 	}
 	if output != "" {
 		out, _ := history.CutMiddle(output, s.cfg.OutputLimit)
-		b.WriteString("\nOutput so far:\n")
+		b.WriteString("\n" + label + "\n")
 		b.WriteString(strings.TrimRight(out, "\n"))
 	}
 	return textResult(b.String())
