@@ -22,7 +22,31 @@ func BenchmarkRunCode10MBInProcess(b *testing.B) {
 	benchRunCode(b, "for _ in range(10240): print('x'*1023)")
 }
 
+// BenchmarkWaitRunPollInProcess is a wait_run {wait: 0} call on a run that
+// goes on: what a poll costs beyond its wait.
+func BenchmarkWaitRunPollInProcess(b *testing.B) {
+	cs := benchClient(b)
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": "import time\ntime.sleep(3600)", "background": true}}); err != nil {
+		b.Fatal(err)
+	}
+	benchCall(b, cs, &mcp.CallToolParams{Name: "wait_run", Arguments: map[string]any{"wait": 0}})
+}
+
 func benchRunCode(b *testing.B, code string) {
+	cs := benchClient(b)
+	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
+	for range 20 {
+		if _, err := cs.CallTool(context.Background(), params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchCall(b, cs, params)
+}
+
+// benchClient is a client of an in-process server over in-memory
+// transports; both end with the benchmark.
+func benchClient(b *testing.B) *mcp.ClientSession {
 	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
 		b.Skip("python3 with ipykernel is needed")
 	}
@@ -30,25 +54,25 @@ func benchRunCode(b *testing.B, code string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Close()
+	b.Cleanup(func() { srv.Close() })
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.MCP().Connect(ctx, srv.OrderedTransport(st), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ss.Close()
+	b.Cleanup(func() { ss.Close() })
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": code}}
-	for range 20 {
-		if _, err := cs.CallTool(ctx, params); err != nil {
-			b.Fatal(err)
-		}
-	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// benchCall times one tool call per iteration and reports the median.
+func benchCall(b *testing.B, cs *mcp.ClientSession, params *mcp.CallToolParams) {
+	ctx := context.Background()
 	var d []time.Duration
 	for b.Loop() {
 		t0 := time.Now()

@@ -94,6 +94,7 @@ type result struct {
 	Version        string  `json:"version,omitempty"`
 	Skipped        string  `json:"skipped,omitempty"` // why nothing was measured
 	RoundTrip      stat    `json:"roundtrip"`
+	WaitRunPoll    stat    `json:"wait_run_poll"`
 	StartCold      stat    `json:"start_cold"`
 	StartWarm      stat    `json:"start_warm"`
 	Stdout10MB     stat    `json:"stdout10mb"`
@@ -349,6 +350,17 @@ func benchOurs(bin, py string) *result {
 		return fail("round trip", err)
 	}
 	r.RoundTrip = timeN(*flagN, func() error { return runCode(s, "rt", codeRoundTrip) })
+
+	// A wait_run poll (wait 0) on a run that goes on: the whole tool call,
+	// so an upper bound on the server's time per poll.
+	if _, err := s.call("run_code", map[string]any{"session_id": "wr", "code": "import time\ntime.sleep(3600)", "background": true}); err != nil {
+		s.close()
+		return fail("wait_run poll", err)
+	}
+	r.WaitRunPoll = timeN(*flagN, func() error {
+		_, err := s.call("wait_run", map[string]any{"session_id": "wr", "wait": 0})
+		return err
+	})
 	s.close()
 
 	// Create-to-first-result, cold then warm.
@@ -702,6 +714,7 @@ func report(w io.Writer, all []*result, py string, took time.Duration) {
 		return fmt.Sprintf("%.1f MB", v)
 	}
 	row("`1+1` round trip", func(r *result) string { return st(r.RoundTrip) })
+	row("`wait_run` poll (wait 0) on a running run", func(r *result) string { return st(r.WaitRunPoll) })
 	row("session create to first result, cold (kernel start for jupyter_client; first call in a fresh server for peers)", func(r *result) string { return st(r.StartCold) })
 	row("session create to first result, warm pool", func(r *result) string { return st(r.StartWarm) })
 	row("10 MB of stdout", func(r *result) string { return st(r.Stdout10MB) })
@@ -753,6 +766,9 @@ func report(w io.Writer, all []*result, py string, took time.Duration) {
 	if ours != nil && fastest != nil {
 		x := ratio(ours.RoundTrip, fastest.RoundTrip)
 		target("`1+1` tool call ≤ 1.0× the fastest peer's ("+fastest.Name+")", x <= 1.0, fmt.Sprintf("%.2f×", x))
+	}
+	if ours != nil && ours.WaitRunPoll.N > 0 {
+		target("`wait_run` poll ≤ 1 ms beyond its wait (whole tool call, wait 0)", ours.WaitRunPoll.Median <= 1, fmt.Sprintf("%.2f ms", ours.WaitRunPoll.Median))
 	}
 	if ours != nil && ours.StartWarm.N > 0 {
 		target("warm create-to-first-result ≤ 50 ms median", ours.StartWarm.Median <= 50, fmt.Sprintf("%.1f ms", ours.StartWarm.Median))
