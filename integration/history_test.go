@@ -302,7 +302,8 @@ func TestHistorySurvivesSIGKILL(t *testing.T) {
 }
 
 // SIGTERM while a block runs: the server shuts every kernel down and exits,
-// and the blocks that finished are on disk for the next server.
+// the blocks that finished are on disk for the next server, and so is the
+// run cut short, as interrupted with the output it had.
 func TestSIGTERMDuringRunKeepsHistory(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
@@ -315,7 +316,7 @@ func TestSIGTERMDuringRunKeepsHistory(t *testing.T) {
 		defer close(running)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "term", "code": "import time\nwhile True:\n    time.sleep(0.05)"}})
+		s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "term", "code": "import time\nprint('cut short', flush=True)\nwhile True:\n    time.sleep(0.05)"}})
 	}()
 	waitState(t, s, "term", "busy")
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -336,8 +337,9 @@ func TestSIGTERMDuringRunKeepsHistory(t *testing.T) {
 		t.Fatalf("kernel %d outlived the server", pid)
 	}
 	s2 := startServer(t, "--state-dir", state)
-	got := text(s2.call("get_history", map[string]any{"session_id": "term", "end": 2}))
-	if !strings.HasPrefix(got, "[1] done = 1") || !strings.Contains(got, "[2] print('finished block')\nfinished block") {
+	got := text(s2.call("get_history", map[string]any{"session_id": "term"}))
+	if !strings.HasPrefix(got, "[1] done = 1") || !strings.Contains(got, "[2] print('finished block')\nfinished block") ||
+		!strings.Contains(got, "[3] import time") || !strings.Contains(got, "cut short") || !strings.Contains(got, "server stopped") {
 		t.Fatalf("history after SIGTERM:\n%s", got)
 	}
 }
