@@ -36,7 +36,15 @@ type Entry struct {
 	Generation     int       `json:"generation"`          // which kernel process ran it: 1, 2, ... (a restart increments it)
 	Truncated      bool      `json:"truncated,omitempty"` // outputs were capped when recorded
 	Note           string    `json:"note,omitempty"`      // what happened beyond the code's output: "kernel died (signal 9)", a timeout...
+	// CellType is "markdown" or "raw" for a notebook's text cell, kept so
+	// save_notebook reproduces the notebook (Code holds its text); empty for
+	// code. Such entries are never executed.
+	CellType string `json:"cell_type,omitempty"`
 }
+
+// IsCode reports whether the entry is code (not a notebook's markdown or raw
+// cell).
+func (e Entry) IsCode() bool { return e.CellType == "" || e.CellType == "code" }
 
 // Cap returns e with each text field (stream Text, text/* MIME values,
 // traceback) longer than textLimit characters cut in the middle with a note

@@ -71,6 +71,14 @@ func Notebook(entries []Entry, first int, meta NotebookMeta) ([]byte, error) {
 }
 
 func notebookCell(e Entry, n int) map[string]any {
+	if !e.IsCode() {
+		return map[string]any{
+			"cell_type": e.CellType,
+			"id":        "cell-" + strconv.Itoa(n),
+			"metadata":  map[string]any{},
+			"source":    splitLines(e.Code),
+		}
+	}
 	var count any // null when the kernel gave no count
 	if e.ExecutionCount > 0 {
 		count = e.ExecutionCount

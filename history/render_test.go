@@ -316,3 +316,31 @@ func TestScriptCompiles(t *testing.T) {
 		t.Fatalf("the script does not compile: %v\n%s", err, out)
 	}
 }
+
+// A notebook's markdown cell is kept as a markdown cell by Notebook, marked
+// in the transcript and commented out in the script; it is not code.
+func TestMarkdownEntry(t *testing.T) {
+	entries := []Entry{{CellType: "markdown", Code: "# Title\nSome *text*."}, {Code: "x = 1", Status: "ok", ExecutionCount: 1}}
+	if entries[0].IsCode() || !entries[1].IsCode() {
+		t.Fatal("IsCode")
+	}
+	nb, err := Notebook(entries, 1, NotebookMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cells []map[string]any `json:"cells"`
+	}
+	if err := json.Unmarshal(nb, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Cells[0]["cell_type"] != "markdown" || doc.Cells[0]["outputs"] != nil || doc.Cells[0]["execution_count"] != nil {
+		t.Errorf("markdown cell: %v", doc.Cells[0])
+	}
+	if got := Transcript(entries, 1); !strings.HasPrefix(got, "[1] (markdown) # Title\n") {
+		t.Errorf("transcript:\n%s", got)
+	}
+	if got := Script(entries, 1, "s"); !strings.Contains(got, "# %% [1] [markdown]\n# # Title\n# Some *text*.\n") {
+		t.Errorf("script:\n%s", got)
+	}
+}

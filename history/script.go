@@ -25,12 +25,23 @@ func Script(entries []Entry, first int, session string) string {
 	}
 	b.WriteString(", blocks " + strconv.Itoa(first) + "-" + strconv.Itoa(first+len(entries)-1) + "\n")
 	for i, e := range entries {
-		b.WriteString("\n# %% [" + strconv.Itoa(first+i) + "]\n")
+		b.WriteString("\n# %% [" + strconv.Itoa(first+i) + "]")
+		if !e.IsCode() {
+			b.WriteString(" [" + e.CellType + "]") // as jupytext marks a text cell
+		}
+		b.WriteByte('\n')
 		if path, ok := strings.CutPrefix(e.Source, "file:"); ok {
 			b.WriteString("# run_file " + oneLine(path) + "\n")
 		}
 		code := strings.TrimRight(strings.ReplaceAll(e.Code, "\r\n", "\n"), "\n")
 		if code == "" {
+			continue
+		}
+		if !e.IsCode() {
+			// A notebook's text cell, commented out as jupytext writes it.
+			for _, line := range strings.Split(code, "\n") {
+				b.WriteString(strings.TrimRight("# "+line, " ") + "\n")
+			}
 			continue
 		}
 		b.WriteString(plainPython(code))

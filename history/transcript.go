@@ -42,6 +42,9 @@ func Transcript(entries []Entry, first int) string {
 
 func writeEntry(b *strings.Builder, e Entry, n int) {
 	prefix := "[" + strconv.Itoa(n) + "] "
+	if !e.IsCode() {
+		prefix += "(" + e.CellType + ") "
+	}
 	code := strings.TrimRight(strings.ReplaceAll(e.Code, "\r\n", "\n"), "\n")
 	if code == "" {
 		b.WriteString(strings.TrimSpace(prefix))
@@ -67,6 +70,8 @@ func writeEntry(b *strings.Builder, e Entry, n int) {
 		}
 	case e.Status == "timeout" || e.Status == "interrupted":
 		b.WriteString("[" + e.Status + "]\n")
+	case e.Status == "loaded":
+		b.WriteString("[loaded from a notebook, not run here]\n")
 	}
 }
 

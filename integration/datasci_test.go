@@ -458,7 +458,7 @@ df = pd.DataFrame({"y": [1.0, 2, 3], "x": [1.0, 2, 4]})`)
 func TestToolProfiles(t *testing.T) {
 	standard := []string{"create_session", "delete_history", "delete_session", "export_history", "get_history",
 		"interrupt_session", "list_sessions", "rerun_code", "reset_run_context", "reset_session", "run_code",
-		"run_file", "save_notebook", "save_script", "send_input", "session_status", "wait_run"}
+		"run_file", "run_notebook", "save_notebook", "save_script", "send_input", "session_status", "wait_run"}
 	for _, tc := range []struct {
 		flag string
 		want []string
@@ -479,7 +479,7 @@ func TestToolProfiles(t *testing.T) {
 		}
 		slices.Sort(got)
 		if tc.want == nil {
-			if len(got) != 28 || !slices.Contains(got, "estimate_ols") || !slices.Contains(got, "list_kernels") {
+			if len(got) != 29 || !slices.Contains(got, "estimate_ols") || !slices.Contains(got, "list_kernels") {
 				t.Errorf("--tools all: %d tools %v", len(got), got)
 			}
 		} else if !slices.Equal(got, tc.want) {

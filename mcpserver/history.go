@@ -276,6 +276,7 @@ func (s *Server) addHistoryTools() {
 	addTool(s, &mcp.Tool{Name: "export_history", Description: "Write the transcript (code and outputs) of a session, or a slice of it, to a text file. Replies with the absolute path."}, s.exportHistory)
 	addTool(s, &mcp.Tool{Name: "save_script", Description: "Write the code of a session's history (no outputs), or a slice of it, as a runnable .py script with # %% cell markers. Replies with the absolute path."}, s.saveScript)
 	addTool(s, &mcp.Tool{Name: "save_notebook", Description: "Write a session's history, or a slice of it, as a Jupyter notebook (.ipynb, nbformat 4) with its outputs and plots. Replies with the absolute path."}, s.saveNotebook)
+	addTool(s, &mcp.Tool{Name: "run_notebook", Description: "Run a notebook (.ipynb, nbformat 4) or a py:percent script (# %% cells) in a session, cell by cell as one run: each code cell becomes a history block, markdown cells are kept for save_notebook, and it stops at the first error, naming the cell. start/end pick code cells (0-based, Python slice rules). execute=false only enters the cells (with the notebook's outputs) into the history, for run_code start/end, rerun_code or save_notebook. Hands off like run_code when it runs long."}, s.runNotebook)
 	addTool(s, &mcp.Tool{Name: "rerun_code", Description: "Restart the session's kernel (fresh namespace), then re-run blocks of its history in order, stopping at the first error. start/end select blocks with Python slice rules; all blocks by default. Use it to rebuild state after a crash or reset_run_context."}, s.rerunCode)
 
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
@@ -419,6 +420,9 @@ func (s *Server) replay(ctx context.Context, r *run, ss *Session, entries []hist
 	)
 	for i, e := range entries {
 		n := first + i
+		if !e.IsCode() {
+			continue // a notebook's text cell
+		}
 		c, out, err := s.runBlock(ctx, r, ss, e.Code, "rerun", timeout)
 		if err != nil {
 			return errResult[RunOutput]("re-running block [%d]: %v", n, err)

@@ -33,7 +33,7 @@ const metaTicketPrefix = "kernel-mcp/ticket-"
 var queuedTools = map[string]bool{
 	"run_code": true, "run_file": true, "rerun_code": true,
 	"reset_session": true, "reset_run_context": true, "delete_session": true,
-	"install_package": true, "create_session": true, "delete_history": true,
+	"install_package": true, "create_session": true, "delete_history": true, "run_notebook": true,
 	// The data tools read or change the namespace and the history: a
 	// describe_data sent after a load_data must run after it.
 	"get_value": true, "list_variables": true, "save_figure": true,

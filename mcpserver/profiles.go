@@ -13,7 +13,7 @@ var allTools = []string{
 	"create_session", "list_sessions", "run_code", "run_file", "wait_run", "send_input", "interrupt_session",
 	"reset_session", "reset_run_context", "delete_session", "install_package", "session_status",
 	"get_history", "delete_history", "export_history", "save_script", "save_notebook", "rerun_code",
-	"list_kernels",
+	"run_notebook", "list_kernels",
 	"get_value", "list_variables", "complete", "inspect", "save_figure",
 	"load_data", "describe_data", "estimate_ols", "plot_data",
 }
@@ -21,7 +21,7 @@ var allTools = []string{
 // runTools are the tools whose calls start runs, which a call can hand off
 // (see runTool).
 var runTools = map[string]bool{
-	"run_code": true, "run_file": true, "rerun_code": true, "install_package": true,
+	"run_code": true, "run_file": true, "rerun_code": true, "install_package": true, "run_notebook": true,
 	"load_data": true, "describe_data": true, "estimate_ols": true, "plot_data": true,
 }
 
@@ -32,6 +32,7 @@ var toolProfiles = map[string][]string{
 		"create_session", "list_sessions", "run_code", "run_file", "wait_run", "send_input", "interrupt_session",
 		"reset_session", "reset_run_context", "delete_session", "session_status",
 		"get_history", "delete_history", "export_history", "save_script", "save_notebook", "rerun_code",
+		"run_notebook",
 	},
 }
 
