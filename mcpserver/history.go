@@ -464,9 +464,6 @@ func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in Rer
 		return errResult[RunOutput]("%v", err)
 	}
 	return runTool(s, ctx, req, ss, in.Background, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
-		if err := ss.checkRegistered(); err != nil {
-			return errResult[RunOutput]("%v", err)
-		}
 		entries, first := ss.slice(in.Start, in.End)
 		if err := ss.restart(ctx); err != nil {
 			return errResult[RunOutput]("session %q: restart failed: %v", ss.id, err)

@@ -94,8 +94,9 @@ func (s *Server) join(ctx context.Context, ss *Session, meta mcp.Meta) (*job, er
 
 // waitTurn is for calls that are not runs (resets, deletes, queries): it
 // joins the queue and waits for the execution right, at most Config.MaxWait
-// so that no call outlasts the client's patience behind a long run. The
-// returned release gives the right back.
+// so that no call outlasts the client's patience behind a long run. A
+// session deleted by a call ahead of this one is an error. The returned
+// release gives the right back.
 func (s *Server) waitTurn(ctx context.Context, ss *Session, meta mcp.Meta) (release func(), err error) {
 	j, err := s.join(ctx, ss, meta)
 	if err != nil {
@@ -105,6 +106,10 @@ func (s *Server) waitTurn(ctx context.Context, ss *Session, meta mcp.Meta) (rele
 	defer t.Stop()
 	select {
 	case <-j.turn:
+		if err := ss.checkRegistered(); err != nil {
+			ss.leave(j)
+			return nil, err
+		}
 		return func() { ss.leave(j) }, nil
 	case <-ctx.Done():
 		ss.leave(j)

@@ -174,6 +174,11 @@ func (r *run) execute(s *Server, fn runFunc) {
 		r.finish(nil, nil, fmt.Errorf("run %s was cancelled before it started (it was queued behind earlier calls in session %q); nothing ran", r.id, r.ss.id))
 		return
 	}
+	if err := r.ss.checkRegistered(); err != nil {
+		r.ss.leave(r.job)
+		r.finish(nil, nil, err)
+		return
+	}
 	r.mu.Lock()
 	r.state, r.started = runRunning, time.Now()
 	r.signal()

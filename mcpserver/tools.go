@@ -553,9 +553,6 @@ func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string,
 		return errResult[MessageOutput]("%v", err)
 	}
 	defer release()
-	if err := ss.checkRegistered(); err != nil {
-		return errResult[MessageOutput]("%v", err)
-	}
 	if err := ss.restart(ctx); err != nil {
 		return errResult[MessageOutput]("session %q: restart failed: %v", id, err)
 	}
@@ -584,9 +581,6 @@ func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in
 		return errResult[MessageOutput]("%v", err)
 	}
 	defer release()
-	if err := ss.checkRegistered(); err != nil {
-		return errResult[MessageOutput]("%v", err)
-	}
 	s.mu.Lock()
 	s.unregister(ss)
 	s.mu.Unlock()
