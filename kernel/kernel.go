@@ -561,10 +561,15 @@ type ExecuteOptions struct {
 // not offered.
 //
 // When the code raises, the result has Status "error" and the returned error
-// is the *ExecError. When ctx ends first, the kernel is interrupted and
-// Execute waits up to InterruptGrace for it to finish, returning the outputs
-// so far and ctx.Err(); if the kernel does not finish, the error also matches
-// ErrInterruptIgnored. When the kernel dies, the error matches ErrKernelDied.
+// is the *ExecError. When ctx ends while the kernel runs this request, the
+// kernel is interrupted and Execute waits up to InterruptGrace for it to
+// finish, returning the outputs so far and ctx.Err(); if the kernel does not
+// finish, the error also matches ErrInterruptIgnored. Execute never
+// interrupts code that is not its own: when ctx ends while the request still
+// waits in the kernel's queue behind other code, Execute returns at once with
+// ctx.Err() and ErrNotStarted, and the kernel runs the request later anyway
+// (Jupyter has no way to withdraw a queued request). When the kernel dies,
+// the error matches ErrKernelDied.
 func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) (*ExecuteResult, error) {
 	g, err := k.current()
 	if err != nil {
@@ -598,11 +603,35 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 	col := newCollector(res, opts)
 	defer col.flush()
 	var (
-		replied, idle bool
-		ctxDone       = ctx.Done()
-		grace         <-chan time.Time
-		ctxErr        error
+		// started is set by the iopub busy status whose parent is this
+		// request: from then on the kernel runs this code and no other, so
+		// an interrupt can only hit this request (until its reply or idle).
+		started, replied, idle bool
+		ctxDone                = ctx.Done()
+		grace                  <-chan time.Time
+		ctxErr                 error
 	)
+	handle := func(rs []Received) {
+		for _, r := range rs {
+			switch {
+			case r.Channel == Shell && r.Msg.Header.MsgType == "execute_reply":
+				replied = true
+				col.reply(r.Msg.Content)
+			case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
+				var st iopubContent
+				if json.Unmarshal(r.Msg.Content, &st) == nil {
+					switch st.ExecutionState {
+					case "busy":
+						started = true
+					case "idle":
+						idle = true
+					}
+				}
+			case r.Channel == IOPub:
+				col.iopub(r.Msg.Header.MsgType, r.Msg.Content)
+			}
+		}
+	}
 	// noReply fires when the kernel reported idle but sent no reply: an
 	// interrupt that lands while ipykernel is already handling one makes it
 	// drop the reply, and waiting for it would wait forever.
@@ -620,20 +649,7 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 			}
 			return res, ErrNoReply
 		case <-box.notify:
-			for _, r := range box.take() {
-				switch {
-				case r.Channel == Shell && r.Msg.Header.MsgType == "execute_reply":
-					replied = true
-					col.reply(r.Msg.Content)
-				case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
-					var st iopubContent
-					if json.Unmarshal(r.Msg.Content, &st) == nil && st.ExecutionState == "idle" {
-						idle = true
-					}
-				case r.Channel == IOPub:
-					col.iopub(r.Msg.Header.MsgType, r.Msg.Content)
-				}
-			}
+			handle(box.take())
 		case <-g.died:
 			// Drain what arrived before the death.
 			for _, r := range box.take() {
@@ -645,6 +661,20 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		case <-ctxDone:
 			ctxDone = nil
 			ctxErr = ctx.Err()
+			// What already arrived decides whether this request runs:
+			// select does not prefer the mailbox when both are ready.
+			handle(box.take())
+			if replied || idle {
+				// The code has finished; the rest of its messages are
+				// on their way. An interrupt now would hit the next
+				// request, someone else's.
+				continue
+			}
+			if !started {
+				// Still queued behind other code: interrupting would
+				// stop that code, not this request.
+				return res, errors.Join(ctxErr, ErrNotStarted)
+			}
 			res.Interrupted = true
 			ictx, cancel := context.WithTimeout(context.Background(), k.opts.InterruptGrace)
 			ierr := k.interrupt(ictx, g)
