@@ -127,6 +127,10 @@ type Kernel struct {
 	closed    bool
 	// restarting is set while Restart replaces gen.
 	restarting bool
+	// failed is set when a restart stopped the old process but could not
+	// start a new one: every call then reports it (a *RestartError) until
+	// a restart succeeds.
+	failed error
 }
 
 // generation is one kernel process (or one attachment) and its sockets. A
@@ -469,6 +473,9 @@ func (k *Kernel) current() (*generation, error) {
 	if k.closed {
 		return nil, ErrClosed
 	}
+	if k.failed != nil {
+		return nil, k.failed
+	}
 	return k.gen, nil
 }
 
@@ -476,7 +483,7 @@ func (k *Kernel) current() (*generation, error) {
 func (k *Kernel) Pid() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.gen == nil || k.gen.proc == nil {
+	if k.gen == nil || k.gen.proc == nil || k.failed != nil {
 		return 0
 	}
 	return k.gen.proc.pid
@@ -493,9 +500,12 @@ func (k *Kernel) ConnectionFile() string {
 func (k *Kernel) Spec() kernelspec.Spec { return k.opts.Spec }
 
 // State is the kernel's state: "idle" or "busy" as it last reported on iopub,
-// "dead" once it died, "closed" after Close.
+// "dead" once it died or a restart failed, "closed" after Close.
 func (k *Kernel) State() string {
 	g, err := k.current()
+	if errors.Is(err, ErrKernelDied) {
+		return "dead"
+	}
 	if err != nil {
 		return "closed"
 	}
@@ -807,7 +817,10 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 
 // Restart replaces the kernel process with a fresh one (new ports, new
 // sockets, empty namespace). Calls in flight on the old process return an
-// error matching ErrKernelDied. State reports "starting" meanwhile.
+// error matching ErrKernelDied. State reports "starting" meanwhile. When
+// the new process does not start, the old one is gone all the same: every
+// call then returns a *RestartError (matching ErrKernelDied) naming the
+// cause, State reports "dead", and another Restart may be tried.
 func (k *Kernel) Restart(ctx context.Context) error { return k.restart(ctx, false) }
 
 func (k *Kernel) restart(ctx context.Context, force bool) error {
@@ -837,12 +850,15 @@ func (k *Kernel) restart(ctx context.Context, force bool) error {
 		k.stopGeneration(old, k.opts.ShutdownWait)
 	}
 	g, err := k.launch(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if err != nil {
+		// k.gen stays the stopped generation, so a later Restart or
+		// Close finds everything already released.
+		k.failed = &RestartError{Err: err}
 		return err
 	}
-	k.mu.Lock()
-	k.gen = g
-	k.mu.Unlock()
+	k.gen, k.failed = g, nil
 	return nil
 }
 

@@ -74,6 +74,13 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 		close(p.exited)
 	}()
 	if err := <-started; err != nil {
+		// A missing working directory fails the start with an error that
+		// names only the program: say which is missing.
+		if dir != "" {
+			if _, serr := os.Stat(dir); serr != nil {
+				return nil, fmt.Errorf("kernel: start %s: working directory: %w", argv[0], serr)
+			}
+		}
 		return nil, fmt.Errorf("kernel: start %s: %w", argv[0], err)
 	}
 	return p, nil

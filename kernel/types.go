@@ -154,6 +154,22 @@ func (e *DiedError) Error() string {
 // Is makes errors.Is(err, ErrKernelDied) true.
 func (e *DiedError) Is(target error) bool { return target == ErrKernelDied }
 
+// RestartError is what every call on a Kernel returns after a Restart
+// stopped the old process and could not start the new one: the kernel is
+// gone, for the reason in Err. It matches ErrKernelDied with errors.Is, and
+// unwraps to Err.
+type RestartError struct{ Err error }
+
+func (e *RestartError) Error() string {
+	return "kernel died: the restart failed: " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrKernelDied) true.
+func (e *RestartError) Is(target error) bool { return target == ErrKernelDied }
+
+// Unwrap returns the cause of the failed restart.
+func (e *RestartError) Unwrap() error { return e.Err }
+
 // KernelInfo is the kernel_info_reply content.
 type KernelInfo struct {
 	Status                string `json:"status"`
