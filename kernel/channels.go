@@ -51,7 +51,8 @@ type Received struct {
 // The ZeroMQ sockets of a connection file are one implementation; a kernel
 // gateway over WebSocket would be another.
 //
-// Send and Heartbeat may be called concurrently. Messages delivers every
+// Send and Heartbeat may be called concurrently, and return when their ctx
+// ends even if the kernel reads nothing. Messages delivers every
 // verified message from every channel, in order per channel; the channel is
 // closed after Close. Close unblocks every pending call and may be called more
 // than once.
