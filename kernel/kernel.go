@@ -575,11 +575,13 @@ type ExecuteOptions struct {
 // kernel is interrupted and Execute waits up to InterruptGrace for it to
 // finish, returning the outputs so far and ctx.Err(); if the kernel does not
 // finish, the error also matches ErrInterruptIgnored. Execute never
-// interrupts code that is not its own: when ctx ends while the request still
-// waits in the kernel's queue behind other code, Execute returns at once with
-// ctx.Err() and ErrNotStarted, and the kernel runs the request later anyway
-// (Jupyter has no way to withdraw a queued request). When the kernel dies,
-// the error matches ErrKernelDied.
+// interrupts code that is not its own: when ctx ends before the kernel has
+// started the request (it waits behind other code), Execute waits up to
+// InterruptGrace for it to start and interrupts it then; if it does not
+// start, Execute returns ctx.Err() and ErrNotStarted without interrupting,
+// and the kernel runs the request later anyway (Jupyter has no way to
+// withdraw a queued request). When the kernel dies, the error matches
+// ErrKernelDied.
 func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) (*ExecuteResult, error) {
 	g, err := k.current()
 	if err != nil {
@@ -613,13 +615,19 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 	col := newCollector(res, opts)
 	defer col.flush()
 	var (
-		// started is set by the iopub busy status whose parent is this
-		// request: from then on the kernel runs this code and no other, so
-		// an interrupt can only hit this request (until its reply or idle).
-		started, replied, idle bool
-		ctxDone                = ctx.Done()
-		grace                  <-chan time.Time
-		ctxErr                 error
+		// busy is set by the iopub busy status whose parent is this
+		// request: the kernel has taken it up, so until its reply or idle
+		// it runs this code and no other. inputSeen is set by its
+		// execute_input, published once ipykernel's SIGINT handler is in
+		// place: a SIGINT between busy and that point would be ignored.
+		// Silent requests publish no execute_input; busy must do.
+		busy, inputSeen, replied, idle bool
+		// waiting is set while ctx has ended but the request has not
+		// started: the interrupt is owed, to be sent once it does.
+		waiting bool
+		ctxDone = ctx.Done()
+		grace   <-chan time.Time
+		ctxErr  error
 	)
 	handle := func(rs []Received) {
 		for _, r := range rs {
@@ -632,15 +640,44 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 				if json.Unmarshal(r.Msg.Content, &st) == nil {
 					switch st.ExecutionState {
 					case "busy":
-						started = true
+						busy = true
 					case "idle":
 						idle = true
 					}
 				}
 			case r.Channel == IOPub:
+				if r.Msg.Header.MsgType == "execute_input" {
+					inputSeen = true
+				}
 				col.iopub(r.Msg.Header.MsgType, r.Msg.Content)
 			}
 		}
+	}
+	running := func() bool { return (inputSeen || busy && opts.Silent) && !replied && !idle }
+	var graceTimer *time.Timer
+	defer func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+	}()
+	startGrace := func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+		graceTimer = time.NewTimer(k.opts.InterruptGrace)
+		grace = graceTimer.C
+	}
+	interrupt := func() error {
+		waiting = false
+		res.Interrupted = true
+		ictx, cancel := context.WithTimeout(context.Background(), k.opts.InterruptGrace)
+		ierr := k.interrupt(ictx, g)
+		cancel()
+		if ierr != nil && g.dead() == nil {
+			return errors.Join(ctxErr, ErrInterruptIgnored, ierr)
+		}
+		startGrace()
+		return nil
 	}
 	// noReply fires when the kernel reported idle but sent no reply: an
 	// interrupt that lands while ipykernel is already handling one makes it
@@ -660,6 +697,11 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 			return res, ErrNoReply
 		case <-box.notify:
 			handle(box.take())
+			if waiting && running() {
+				if err := interrupt(); err != nil {
+					return res, err
+				}
+			}
 		case <-g.died:
 			// Drain what arrived before the death.
 			for _, r := range box.take() {
@@ -674,29 +716,36 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 			// What already arrived decides whether this request runs:
 			// select does not prefer the mailbox when both are ready.
 			handle(box.take())
-			if replied || idle {
+			switch {
+			case replied || idle:
 				// The code has finished; the rest of its messages are
 				// on their way. An interrupt now would hit the next
 				// request, someone else's.
+			case running():
+				if err := interrupt(); err != nil {
+					return res, err
+				}
+			default:
+				// Not started: queued behind other code, or about to
+				// start. An interrupt now would stop that other code,
+				// or be lost; it is sent once this request starts, if
+				// that happens within the grace period.
+				waiting = true
+				startGrace()
+			}
+		case <-grace:
+			if !waiting {
+				return res, errors.Join(ctxErr, ErrInterruptIgnored)
+			}
+			if busy && !replied && !idle {
+				// Taken up, but no execute_input came (a kernel that
+				// publishes none): the code running is this request's.
+				if err := interrupt(); err != nil {
+					return res, err
+				}
 				continue
 			}
-			if !started {
-				// Still queued behind other code: interrupting would
-				// stop that code, not this request.
-				return res, errors.Join(ctxErr, ErrNotStarted)
-			}
-			res.Interrupted = true
-			ictx, cancel := context.WithTimeout(context.Background(), k.opts.InterruptGrace)
-			ierr := k.interrupt(ictx, g)
-			cancel()
-			if ierr != nil && g.dead() == nil {
-				return res, errors.Join(ctxErr, ErrInterruptIgnored, ierr)
-			}
-			t := time.NewTimer(k.opts.InterruptGrace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
-			return res, errors.Join(ctxErr, ErrInterruptIgnored)
+			return res, errors.Join(ctxErr, ErrNotStarted)
 		}
 	}
 	if ctxErr != nil {

@@ -114,10 +114,11 @@ var ErrInterruptIgnored = errors.New("kernel: interrupt ignored")
 var ErrNoReply = errors.New("kernel: idle without an execute_reply")
 
 // ErrNotStarted is returned with the context's error when the context ended
-// while the execute_request still waited in the kernel's queue behind other
-// code (another client's, or a silent helper's). Execute does not interrupt
-// then, since the code running is not its own. The kernel still runs the
-// request when it gets to it: Jupyter cannot withdraw a queued request.
+// while the execute_request waited in the kernel's queue behind other code
+// (another client's, or a silent helper's), and it did not start within
+// InterruptGrace after. Execute does not interrupt then, since the code
+// running is not its own. The kernel still runs the request when it gets to
+// it: Jupyter cannot withdraw a queued request.
 var ErrNotStarted = errors.New("kernel: request still queued behind other code; not interrupted")
 
 // noReplyWait is how long Execute waits for a reply once idle arrived.
