@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -44,8 +45,12 @@ type record struct {
 // line, which Open drops.
 //
 // Session ids are used as file names as they are when they consist of
-// ASCII letters, digits, '-', '_' and '.' (not leading); any other byte is
-// written as %XX, so every id maps to one safe file name and back.
+// lower-case ASCII letters, digits, '-', '_' and '.' (not leading); any
+// other byte, upper-case letters included, is written as %XX, so every id
+// maps to one safe file name and back, and no two ids' names differ only in
+// case: on a case-insensitive file system (macOS, Windows) "A" and "a"
+// would otherwise share one file. Files named by the older scheme, which
+// kept upper-case letters, are still found, and renamed on Open.
 //
 // A Store is safe for concurrent use. It does not lock the file against
 // other processes: one server owns a state folder.
@@ -70,6 +75,21 @@ func Create(dir string, meta Meta) (*Store, error) {
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("history: create %s: %w", path, err)
+	}
+	// An old-scheme file of this session would come back as its history
+	// after a restart: the new store replaces it.
+	if old, ok := legacyStore(dir, meta.SessionID, path); ok {
+		if err := os.Remove(old); err != nil {
+			return nil, fmt.Errorf("history: create %s: removing the old %s: %w", path, old, err)
+		}
+	}
+	// On a case-insensitive file system path may open an old-scheme file
+	// of another session ("A.jsonl" for "a"): move it to its own name
+	// rather than truncate it.
+	if other := storeOwner(path); other != "" && other != meta.SessionID {
+		if err := os.Rename(path, filepath.Join(dir, sessionFile(other)+".jsonl")); err != nil {
+			return nil, fmt.Errorf("history: create %s: it holds session %q, which could not be moved: %w", path, other, err)
+		}
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -101,6 +121,16 @@ func Open(dir, session string) (*Store, Meta, []Entry, error) {
 	if err != nil {
 		return nil, Meta{}, nil, err
 	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if old, ok := legacyStore(dir, session, path); ok {
+			if err := os.Rename(old, path); err != nil {
+				return nil, Meta{}, nil, fmt.Errorf("history: open %s: renaming the old %s: %w", path, old, err)
+			}
+			if err := syncDir(dir); err != nil {
+				return nil, Meta{}, nil, fmt.Errorf("history: open %s: %w", path, err)
+			}
+		}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, Meta{}, nil, fmt.Errorf("history: open %s: %w", path, err)
@@ -108,6 +138,11 @@ func Open(dir, session string) (*Store, Meta, []Entry, error) {
 	meta, entries, good, err := decodeHistory(data)
 	if err != nil {
 		return nil, Meta{}, nil, fmt.Errorf("history: %s: %w", path, err)
+	}
+	if meta.SessionID != "" && meta.SessionID != session {
+		// A case-insensitive file system can hand over another session's
+		// file under this name.
+		return nil, Meta{}, nil, fmt.Errorf("history: %s holds session %q, not %q", path, meta.SessionID, session)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
@@ -326,12 +361,18 @@ func Sessions(dir string) ([]string, error) {
 		return nil, fmt.Errorf("history: list %s: %w", dir, err)
 	}
 	ids := []string{}
+	seen := map[string]bool{}
 	for _, de := range des {
 		name, ok := strings.CutSuffix(de.Name(), ".jsonl")
 		if !ok || !de.Type().IsRegular() {
 			continue
 		}
-		if id, ok := sessionFromFile(name); ok {
+		id, ok := sessionFromFile(name, sessionFile)
+		if !ok {
+			id, ok = sessionFromFile(name, legacySessionFile)
+		}
+		if ok && !seen[id] {
+			seen[id] = true
 			ids = append(ids, id)
 		}
 	}
@@ -348,13 +389,22 @@ func storePath(dir, session string) (string, error) {
 }
 
 // sessionFile maps a session id to a file name (without .jsonl) that is
-// safe on every OS: bytes other than ASCII letters, digits, '-', '_' and a
-// non-leading '.' become %XX.
-func sessionFile(id string) string {
+// safe on every OS and on case-insensitive file systems: bytes other than
+// lower-case ASCII letters, digits, '-', '_' and a non-leading '.' become
+// %XX (upper-case hex). Letters appear in a name only in lower case, or as
+// hex digits right after '%', always upper case; so two names that differ
+// only in case never both come out of it.
+func sessionFile(id string) string { return encodeSessionFile(id, false) }
+
+// legacySessionFile is the naming before case-insensitive file systems were
+// considered: upper-case letters were kept as they are.
+func legacySessionFile(id string) string { return encodeSessionFile(id, true) }
+
+func encodeSessionFile(id string, keepUpper bool) string {
 	var b strings.Builder
 	for i := 0; i < len(id); i++ {
 		c := id[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' && i > 0 {
+		if 'a' <= c && c <= 'z' || keepUpper && 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' && i > 0 {
 			b.WriteByte(c)
 			continue
 		}
@@ -363,9 +413,40 @@ func sessionFile(id string) string {
 	return b.String()
 }
 
-// sessionFromFile inverts sessionFile; ok is false for a name sessionFile
-// would not have produced (a file that is not ours).
-func sessionFromFile(name string) (string, bool) {
+// legacyStore returns the old-scheme file of session in dir, when its name
+// differs from path's, it exists, and its meta record names this very
+// session. The last check matters on a case-insensitive file system, where
+// the old name of "A" opens the file of "a".
+func legacyStore(dir, session, path string) (string, bool) {
+	old := filepath.Join(dir, legacySessionFile(session)+".jsonl")
+	if old == path {
+		return "", false
+	}
+	if storeOwner(old) != session {
+		return "", false
+	}
+	return old, true
+}
+
+// storeOwner is the session id in the meta record of the history file at
+// path, or "" when there is no such file or record.
+func storeOwner(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadBytes('\n')
+	rec, err := decodeRecord(line)
+	if err != nil || rec.Meta == nil {
+		return ""
+	}
+	return rec.Meta.SessionID
+}
+
+// sessionFromFile inverts encode (sessionFile or legacySessionFile); ok is
+// false for a name encode would not have produced (a file that is not ours).
+func sessionFromFile(name string, encode func(string) string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(name); i++ {
 		if name[i] != '%' {
@@ -383,7 +464,7 @@ func sessionFromFile(name string) (string, bool) {
 		i += 2
 	}
 	id := b.String()
-	if id == "" || sessionFile(id) != name {
+	if id == "" || encode(id) != name {
 		return "", false
 	}
 	return id, true

@@ -1,17 +1,23 @@
 package history
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // WriteFile writes data to path atomically: it creates missing parent
-// folders (0755), writes a temporary file in the same folder, fsyncs it,
-// renames it over path and fsyncs the folder. A reader sees either the old
-// file or the new one, never a part. Errors name the path.
+// folders, writes a temporary file in the same folder, fsyncs it, renames
+// it over path and fsyncs the folder. A reader sees either the old file or
+// the new one, never a part. The file is created with perm and the folders
+// with 0777, both less the process's umask, as os.WriteFile and mkdir -p
+// would; the mode of a file it replaces is not kept. Errors name the path.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	if err := writeFileAtomic(path, data, perm, 0o755); err != nil {
+	if err := writeFileAtomic(path, data, perm, 0o777); err != nil {
 		return fmt.Errorf("history: write %s: %w", path, err)
 	}
 	return nil
@@ -24,7 +30,7 @@ func writeFileAtomic(path string, data []byte, perm, dirPerm os.FileMode) error 
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := createTemp(dir, "."+filepath.Base(path)+".tmp-", perm)
 	if err != nil {
 		return err
 	}
@@ -39,9 +45,6 @@ func writeFileAtomic(path string, data []byte, perm, dirPerm os.FileMode) error 
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
@@ -53,4 +56,20 @@ func writeFileAtomic(path string, data []byte, perm, dirPerm os.FileMode) error 
 	}
 	ok = true
 	return syncDir(dir)
+}
+
+// createTemp creates a new file dir/prefix<random> with mode perm less the
+// umask. os.CreateTemp always uses 0600, and a Chmod afterwards would
+// ignore the umask; reading the umask means changing it, for every thread.
+func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+	for range 100 {
+		var b [8]byte
+		rand.Read(b[:])
+		f, err := os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(b[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("no free temporary name in %s", dir)
 }

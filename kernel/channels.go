@@ -51,7 +51,8 @@ type Received struct {
 // The ZeroMQ sockets of a connection file are one implementation; a kernel
 // gateway over WebSocket would be another.
 //
-// Send and Heartbeat may be called concurrently. Messages delivers every
+// Send and Heartbeat may be called concurrently, and return when their ctx
+// ends even if the kernel reads nothing. Messages delivers every
 // verified message from every channel, in order per channel; the channel is
 // closed after Close. Close unblocks every pending call and may be called more
 // than once.
@@ -92,7 +93,12 @@ type zmqConn struct {
 	lostMu sync.Mutex
 	lost   map[Channel]error
 
-	sendMu    [3]sync.Mutex // zmq4 sockets are not safe for concurrent Send
+	// sendSem holds one token per socket while a send is in progress:
+	// zmq4 sockets are not safe for concurrent Send, and a channel (unlike
+	// a mutex) lets a caller stop waiting when its ctx ends. sends counts
+	// the goroutines that write, so Close can wait for them.
+	sendSem   [3]chan struct{}
+	sends     sync.WaitGroup
 	closeOnce sync.Once
 }
 
@@ -111,6 +117,9 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &zmqConn{signer: signer, ci: ci, ctx: cctx, cancel: cancel, out: make(chan Received, 1024)}
+	for i := range c.sendSem {
+		c.sendSem[i] = make(chan struct{}, 1)
+	}
 
 	opts := func(extra ...zmq4.Option) []zmq4.Option {
 		return append([]zmq4.Option{
@@ -245,9 +254,18 @@ func (c *zmqConn) Rejected() (int, error) {
 
 func (c *zmqConn) Messages() <-chan Received { return c.out }
 
+// Send writes msg on ch. It returns when the message is written, when ctx
+// ends, or when the connection closes. A write blocks while the kernel reads
+// nothing (it is stopped, or a large message fills the socket buffers);
+// when ctx ends first, Send returns ctx.Err() and the write goes on in the
+// background, so the message may still reach the kernel later: a ZeroMQ
+// message cannot be taken back half-written. Close ends such a write.
 func (c *zmqConn) Send(ctx context.Context, ch Channel, msg *wire.Message) error {
 	if c.ctx.Err() != nil {
 		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	var s zmq4.Socket
 	switch ch {
@@ -264,15 +282,35 @@ func (c *zmqConn) Send(ctx context.Context, ch Channel, msg *wire.Message) error
 	if err != nil {
 		return err
 	}
-	c.sendMu[ch].Lock()
-	defer c.sendMu[ch].Unlock()
-	if err := s.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
-		if c.ctx.Err() != nil {
-			return ErrClosed
-		}
-		return fmt.Errorf("kernel: send on %v: %w", ch, err)
+	select {
+	case c.sendSem[ch] <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrClosed
 	}
-	return nil
+	done := make(chan error, 1)
+	c.sends.Add(1)
+	go func() {
+		defer c.sends.Done()
+		err := s.SendMulti(zmq4.NewMsgFrom(frames...))
+		<-c.sendSem[ch]
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return ErrClosed
+			}
+			return fmt.Errorf("kernel: send on %v: %w", ch, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrClosed
+	}
 }
 
 // Heartbeat sends a random payload on the REQ socket and waits for its echo.
@@ -352,6 +390,8 @@ func (c *zmqConn) Close() error {
 		c.cancel()
 		c.closeSockets()
 		c.readers.Wait()
+		// Closed sockets end any write still blocked.
+		c.sends.Wait()
 	})
 	return nil
 }

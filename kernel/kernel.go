@@ -127,6 +127,10 @@ type Kernel struct {
 	closed    bool
 	// restarting is set while Restart replaces gen.
 	restarting bool
+	// failed is set when a restart stopped the old process but could not
+	// start a new one: every call then reports it (a *RestartError) until
+	// a restart succeeds.
+	failed error
 }
 
 // generation is one kernel process (or one attachment) and its sockets. A
@@ -469,6 +473,9 @@ func (k *Kernel) current() (*generation, error) {
 	if k.closed {
 		return nil, ErrClosed
 	}
+	if k.failed != nil {
+		return nil, k.failed
+	}
 	return k.gen, nil
 }
 
@@ -476,7 +483,7 @@ func (k *Kernel) current() (*generation, error) {
 func (k *Kernel) Pid() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.gen == nil || k.gen.proc == nil {
+	if k.gen == nil || k.gen.proc == nil || k.failed != nil {
 		return 0
 	}
 	return k.gen.proc.pid
@@ -493,9 +500,12 @@ func (k *Kernel) ConnectionFile() string {
 func (k *Kernel) Spec() kernelspec.Spec { return k.opts.Spec }
 
 // State is the kernel's state: "idle" or "busy" as it last reported on iopub,
-// "dead" once it died, "closed" after Close.
+// "dead" once it died or a restart failed, "closed" after Close.
 func (k *Kernel) State() string {
 	g, err := k.current()
+	if errors.Is(err, ErrKernelDied) {
+		return "dead"
+	}
 	if err != nil {
 		return "closed"
 	}
@@ -579,10 +589,17 @@ const inputEOF = "\x04"
 // opts.OnInput answers it.
 //
 // When the code raises, the result has Status "error" and the returned error
-// is the *ExecError. When ctx ends first, the kernel is interrupted and
-// Execute waits up to InterruptGrace for it to finish, returning the outputs
-// so far and ctx.Err(); if the kernel does not finish, the error also matches
-// ErrInterruptIgnored. When the kernel dies, the error matches ErrKernelDied.
+// is the *ExecError. When ctx ends while the kernel runs this request, the
+// kernel is interrupted and Execute waits up to InterruptGrace for it to
+// finish, returning the outputs so far and ctx.Err(); if the kernel does not
+// finish, the error also matches ErrInterruptIgnored. Execute never
+// interrupts code that is not its own: when ctx ends before the kernel has
+// started the request (it waits behind other code), Execute waits up to
+// InterruptGrace for it to start and interrupts it then; if it does not
+// start, Execute returns ctx.Err() and ErrNotStarted without interrupting,
+// and the kernel runs the request later anyway (Jupyter has no way to
+// withdraw a queued request). When the kernel dies, the error matches
+// ErrKernelDied.
 func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) (*ExecuteResult, error) {
 	g, err := k.current()
 	if err != nil {
@@ -622,11 +639,75 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 	defer inputs.Wait()
 	defer stopInput()
 	var (
-		replied, idle bool
-		ctxDone       = ctx.Done()
-		grace         <-chan time.Time
-		ctxErr        error
+		// busy is set by the iopub busy status whose parent is this
+		// request: the kernel has taken it up, so until its reply or idle
+		// it runs this code and no other. inputSeen is set by its
+		// execute_input, published once ipykernel's SIGINT handler is in
+		// place: a SIGINT between busy and that point would be ignored.
+		// Silent requests publish no execute_input; busy must do.
+		busy, inputSeen, replied, idle bool
+		// waiting is set while ctx has ended but the request has not
+		// started: the interrupt is owed, to be sent once it does.
+		waiting bool
+		ctxDone = ctx.Done()
+		grace   <-chan time.Time
+		ctxErr  error
 	)
+	handle := func(rs []Received) {
+		for _, r := range rs {
+			switch {
+			case r.Channel == Shell && r.Msg.Header.MsgType == "execute_reply":
+				replied = true
+				col.reply(r.Msg.Content)
+			case r.Channel == Stdin && r.Msg.Header.MsgType == "input_request" && opts.OnInput != nil:
+				var ir InputRequest
+				_ = json.Unmarshal(r.Msg.Content, &ir)
+				parent := r.Msg.Header
+				inputs.Go(func() { k.answerInput(inputCtx, g, parent, ir, opts.OnInput) })
+			case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
+				var st iopubContent
+				if json.Unmarshal(r.Msg.Content, &st) == nil {
+					switch st.ExecutionState {
+					case "busy":
+						busy = true
+					case "idle":
+						idle = true
+					}
+				}
+			case r.Channel == IOPub:
+				if r.Msg.Header.MsgType == "execute_input" {
+					inputSeen = true
+				}
+				col.iopub(r.Msg.Header.MsgType, r.Msg.Content)
+			}
+		}
+	}
+	running := func() bool { return (inputSeen || busy && opts.Silent) && !replied && !idle }
+	var graceTimer *time.Timer
+	defer func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+	}()
+	startGrace := func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+		graceTimer = time.NewTimer(k.opts.InterruptGrace)
+		grace = graceTimer.C
+	}
+	interrupt := func() error {
+		waiting = false
+		res.Interrupted = true
+		ictx, cancel := context.WithTimeout(context.Background(), k.opts.InterruptGrace)
+		ierr := k.interrupt(ictx, g)
+		cancel()
+		if ierr != nil && g.dead() == nil {
+			return errors.Join(ctxErr, ErrInterruptIgnored, ierr)
+		}
+		startGrace()
+		return nil
+	}
 	// noReply fires when the kernel reported idle but sent no reply: an
 	// interrupt that lands while ipykernel is already handling one makes it
 	// drop the reply, and waiting for it would wait forever.
@@ -644,23 +725,10 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 			}
 			return res, ErrNoReply
 		case <-box.notify:
-			for _, r := range box.take() {
-				switch {
-				case r.Channel == Shell && r.Msg.Header.MsgType == "execute_reply":
-					replied = true
-					col.reply(r.Msg.Content)
-				case r.Channel == Stdin && r.Msg.Header.MsgType == "input_request" && opts.OnInput != nil:
-					var ir InputRequest
-					_ = json.Unmarshal(r.Msg.Content, &ir)
-					parent := r.Msg.Header
-					inputs.Go(func() { k.answerInput(inputCtx, g, parent, ir, opts.OnInput) })
-				case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
-					var st iopubContent
-					if json.Unmarshal(r.Msg.Content, &st) == nil && st.ExecutionState == "idle" {
-						idle = true
-					}
-				case r.Channel == IOPub:
-					col.iopub(r.Msg.Header.MsgType, r.Msg.Content)
+			handle(box.take())
+			if waiting && running() {
+				if err := interrupt(); err != nil {
+					return res, err
 				}
 			}
 		case <-g.died:
@@ -674,18 +742,39 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		case <-ctxDone:
 			ctxDone = nil
 			ctxErr = ctx.Err()
-			res.Interrupted = true
-			ictx, cancel := context.WithTimeout(context.Background(), k.opts.InterruptGrace)
-			ierr := k.interrupt(ictx, g)
-			cancel()
-			if ierr != nil && g.dead() == nil {
-				return res, errors.Join(ctxErr, ErrInterruptIgnored, ierr)
+			// What already arrived decides whether this request runs:
+			// select does not prefer the mailbox when both are ready.
+			handle(box.take())
+			switch {
+			case replied || idle:
+				// The code has finished; the rest of its messages are
+				// on their way. An interrupt now would hit the next
+				// request, someone else's.
+			case running():
+				if err := interrupt(); err != nil {
+					return res, err
+				}
+			default:
+				// Not started: queued behind other code, or about to
+				// start. An interrupt now would stop that other code,
+				// or be lost; it is sent once this request starts, if
+				// that happens within the grace period.
+				waiting = true
+				startGrace()
 			}
-			t := time.NewTimer(k.opts.InterruptGrace)
-			defer t.Stop()
-			grace = t.C
 		case <-grace:
-			return res, errors.Join(ctxErr, ErrInterruptIgnored)
+			if !waiting {
+				return res, errors.Join(ctxErr, ErrInterruptIgnored)
+			}
+			if busy && !replied && !idle {
+				// Taken up, but no execute_input came (a kernel that
+				// publishes none): the code running is this request's.
+				if err := interrupt(); err != nil {
+					return res, err
+				}
+				continue
+			}
+			return res, errors.Join(ctxErr, ErrNotStarted)
 		}
 	}
 	if ctxErr != nil {
@@ -825,7 +914,10 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 
 // Restart replaces the kernel process with a fresh one (new ports, new
 // sockets, empty namespace). Calls in flight on the old process return an
-// error matching ErrKernelDied. State reports "starting" meanwhile.
+// error matching ErrKernelDied. State reports "starting" meanwhile. When
+// the new process does not start, the old one is gone all the same: every
+// call then returns a *RestartError (matching ErrKernelDied) naming the
+// cause, State reports "dead", and another Restart may be tried.
 func (k *Kernel) Restart(ctx context.Context) error { return k.restart(ctx, false) }
 
 func (k *Kernel) restart(ctx context.Context, force bool) error {
@@ -855,12 +947,15 @@ func (k *Kernel) restart(ctx context.Context, force bool) error {
 		k.stopGeneration(old, k.opts.ShutdownWait)
 	}
 	g, err := k.launch(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if err != nil {
+		// k.gen stays the stopped generation, so a later Restart or
+		// Close finds everything already released.
+		k.failed = &RestartError{Err: err}
 		return err
 	}
-	k.mu.Lock()
-	k.gen = g
-	k.mu.Unlock()
+	k.gen, k.failed = g, nil
 	return nil
 }
 

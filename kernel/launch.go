@@ -23,6 +23,13 @@ type process struct {
 	exited chan struct{} // closed once Wait returned
 	state  *os.ProcessState
 	err    error // Wait's error
+
+	// sigMu orders signals to the process group against the reaping of its
+	// leader. The group's id is the leader's pid, which the system may hand
+	// to a new process once Wait has reaped the leader; so no group signal
+	// is sent once reaped is set.
+	sigMu  sync.Mutex
+	reaped bool
 }
 
 // startProcess starts argv. The start and the wait run on one goroutine
@@ -55,11 +62,25 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 		}
 		p.pid = cmd.Process.Pid
 		started <- nil
+		// Where the platform lets us see the exit before the reap, what
+		// the kernel left in its process group is killed then, while the
+		// group's id still cannot belong to anyone else.
+		p.killGroupBeforeReap()
 		p.err = cmd.Wait()
+		p.sigMu.Lock()
+		p.reaped = true
+		p.sigMu.Unlock()
 		p.state = cmd.ProcessState
 		close(p.exited)
 	}()
 	if err := <-started; err != nil {
+		// A missing working directory fails the start with an error that
+		// names only the program: say which is missing.
+		if dir != "" {
+			if _, serr := os.Stat(dir); serr != nil {
+				return nil, fmt.Errorf("kernel: start %s: working directory: %w", argv[0], serr)
+			}
+		}
 		return nil, fmt.Errorf("kernel: start %s: %w", argv[0], err)
 	}
 	return p, nil

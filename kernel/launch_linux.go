@@ -22,3 +22,17 @@ func setMemoryLimit(pid int, limit int64) error {
 	}
 	return nil
 }
+
+// waitExitNoReap blocks until process pid has exited, leaving it a zombie
+// for Wait to reap (waitid with WNOWAIT, as os.Process does internally). It
+// reports false if it cannot wait.
+func waitExitNoReap(pid int) bool {
+	const pPID = 1 // P_PID
+	var siginfo [16]uint64
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&siginfo[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if errno != syscall.EINTR {
+			return errno == 0
+		}
+	}
+}

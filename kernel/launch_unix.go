@@ -3,6 +3,7 @@
 package kernel
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -15,9 +16,32 @@ func setProcAttr(cmd *exec.Cmd) {
 	setParentDeathSignal(cmd.SysProcAttr)
 }
 
-// signalGroup sends sig to the kernel's whole process group.
+// signalGroup sends sig to the kernel's whole process group, unless the
+// leader has been reaped: its pid, the group's id, may then name another
+// process group, and the signal would hit a stranger.
 func (p *process) signalGroup(sig syscall.Signal) error {
+	p.sigMu.Lock()
+	defer p.sigMu.Unlock()
+	if p.reaped {
+		return os.ErrProcessDone
+	}
 	return syscall.Kill(-p.pid, sig)
+}
+
+// killGroupBeforeReap waits for the leader to exit without reaping it, then
+// sends SIGKILL to the group and stops further group signals. Until the
+// leader is reaped its pid stays taken, so the signal can only reach what
+// the kernel left in its own group (a subprocess, a multiprocessing worker).
+// Where the exit cannot be seen without reaping, it returns at once and the
+// group is signalled no more once Wait has reaped the leader.
+func (p *process) killGroupBeforeReap() {
+	if !waitExitNoReap(p.pid) {
+		return
+	}
+	p.sigMu.Lock()
+	defer p.sigMu.Unlock()
+	syscall.Kill(-p.pid, syscall.SIGKILL)
+	p.reaped = true
 }
 
 func (p *process) interrupt() error { return p.signalGroup(syscall.SIGINT) }

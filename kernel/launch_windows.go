@@ -30,3 +30,7 @@ func processExists(pid int) bool {
 	syscall.CloseHandle(h)
 	return true
 }
+
+// killGroupBeforeReap does nothing on Windows: there are no group signals,
+// and Process.Kill goes through a handle, which cannot name another process.
+func (p *process) killGroupBeforeReap() {}

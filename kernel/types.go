@@ -113,6 +113,14 @@ var ErrInterruptIgnored = errors.New("kernel: interrupt ignored")
 // any more and the namespace is intact.
 var ErrNoReply = errors.New("kernel: idle without an execute_reply")
 
+// ErrNotStarted is returned with the context's error when the context ended
+// while the execute_request waited in the kernel's queue behind other code
+// (another client's, or a silent helper's), and it did not start within
+// InterruptGrace after. Execute does not interrupt then, since the code
+// running is not its own. The kernel still runs the request when it gets to
+// it: Jupyter cannot withdraw a queued request.
+var ErrNotStarted = errors.New("kernel: request still queued behind other code; not interrupted")
+
 // noReplyWait is how long Execute waits for a reply once idle arrived.
 // ipykernel sends the reply before idle, so this only has to cover the
 // reply travelling on another socket.
@@ -146,6 +154,22 @@ func (e *DiedError) Error() string {
 
 // Is makes errors.Is(err, ErrKernelDied) true.
 func (e *DiedError) Is(target error) bool { return target == ErrKernelDied }
+
+// RestartError is what every call on a Kernel returns after a Restart
+// stopped the old process and could not start the new one: the kernel is
+// gone, for the reason in Err. It matches ErrKernelDied with errors.Is, and
+// unwraps to Err.
+type RestartError struct{ Err error }
+
+func (e *RestartError) Error() string {
+	return "kernel died: the restart failed: " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrKernelDied) true.
+func (e *RestartError) Is(target error) bool { return target == ErrKernelDied }
+
+// Unwrap returns the cause of the failed restart.
+func (e *RestartError) Unwrap() error { return e.Err }
 
 // KernelInfo is the kernel_info_reply content.
 type KernelInfo struct {

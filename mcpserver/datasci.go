@@ -531,11 +531,10 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 			if data == nil {
 				return errResult[SaveFigureOutput]("image %d back (block %d) was not kept: it was larger than the %d MB history keeps of an output", want, bi+1, historyDataLimit>>20)
 			}
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return errResult[SaveFigureOutput]("cannot create the folder for %s: %v", path, err)
-			}
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				return errResult[SaveFigureOutput]("cannot write %s: %v", path, err)
+			// Atomic, with missing folders, 0666 less the umask: as the
+			// history exports are written.
+			if err := history.WriteFile(path, data, 0o666); err != nil {
+				return errResult[SaveFigureOutput]("cannot save the figure: %v", err)
 			}
 			out := SaveFigureOutput{Path: path, MIMEType: mime, Bytes: len(data), Block: bi + 1}
 			if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {

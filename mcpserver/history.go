@@ -369,7 +369,9 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 	if err != nil {
 		return errResult[ExportOutput]("rendering the %s: %v", what, err)
 	}
-	if err := history.WriteFile(path, data, 0o644); err != nil {
+	// 0666 less the umask, as any program's new file: the user decides
+	// who may read an export, as with everything else they write.
+	if err := history.WriteFile(path, data, 0o666); err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
 	out := ExportOutput{SessionID: ss.id, Path: path, Blocks: len(entries), Bytes: len(data)}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -387,6 +388,11 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 		st, err := os.Stat(in.Cwd)
 		if err != nil || !st.IsDir() {
 			return errResult[SessionInfo]("cwd %q is not a directory", in.Cwd)
+		}
+		// Kept absolute: the history file keeps it for a server that may
+		// start elsewhere, and paths resolved against it are shown.
+		if in.Cwd, err = filepath.Abs(in.Cwd); err != nil {
+			return errResult[SessionInfo]("cwd %q: %v", in.Cwd, err)
 		}
 	}
 	s.mu.Lock()
