@@ -332,6 +332,15 @@ func (s *Server) runBlock(ctx context.Context, r *run, ss *Session, code, source
 		if res.Error == nil {
 			res.Error = &kernel.ExecError{EName: "KernelDied", EValue: err.Error()}
 		}
+	case errors.Is(err, kernel.ErrNotStarted):
+		// The kernel was busy with something else (a status probe) and
+		// never took this request up before the cancellation.
+		out.Status = statusFor(runCtx, ctx)
+		notes = append(notes, "The run was stopped before the kernel started it; the kernel may still run it once it is free. The namespace was kept.")
+		if res == nil {
+			res = &kernel.ExecuteResult{}
+		}
+		res.Error = nil
 	case errors.Is(err, kernel.ErrNoReply):
 		out.Status = "interrupted"
 		if ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
