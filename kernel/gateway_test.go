@@ -198,3 +198,72 @@ func TestGatewayBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayReconnect drops the WebSocket in the middle of a run: the
+// client redials with the same session_id and the run's output arrives
+// whole.
+func TestGatewayReconnect(t *testing.T) {
+	srv := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	k := startGatewayKernel(t, srv, Options{})
+	opts, started := startedSignal()
+	done := executeAsync(testCtx(t, 60*time.Second), k, "import time\nprint('started', flush=True)\ntime.sleep(0.5)\nfor i in range(3): print('after', i)", opts)
+	await(t, started, "the code to start")
+	g, _ := k.current()
+	ws := g.conn.(*wsConn)
+	sock, _, _ := ws.current()
+	sock.CloseNow()
+	r := await(t, done, "the execution")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantOutputs(t, r.res, `stream stdout "started\nafter 0\nafter 1\nafter 2\n"`)
+	if n := ws.reconnects.Load(); n != 1 {
+		t.Errorf("reconnects = %d, want 1", n)
+	}
+}
+
+// TestGatewayDiesMidRun kills the gateway under a running execution: the
+// call ends with an error that names the gateway, once the reconnect
+// window is over.
+func TestGatewayDiesMidRun(t *testing.T) {
+	srv, err := gatewaytest.Start(context.Background(), gatewaytest.KernelGateway)
+	if err != nil {
+		gatewaytest.Unavailable(t, err)
+	}
+	defer srv.Stop()
+	k, err := Start(testCtx(t, 60*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: srv.Token, ReconnectWindow: 500 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	opts, started := startedSignal()
+	done := executeAsync(testCtx(t, 60*time.Second), k, "import time\nprint('started', flush=True)\ntime.sleep(60)", opts)
+	await(t, started, "the code to start")
+	srv.Kill()
+	r := await(t, done, "the execution")
+	if !errors.Is(r.err, ErrKernelDied) || !strings.Contains(r.err.Error(), "lost the connection to gateway "+srv.URL) {
+		t.Fatalf("err = %v", r.err)
+	}
+	if r.res == nil || len(r.res.Outputs) == 0 || r.res.Outputs[0].Text != "started\n" {
+		t.Errorf("the output before the loss is gone: %+v", r.res)
+	}
+}
+
+// TestAttachDetachOnClose attaches to a local kernel by its connection
+// file, shares its namespace, and detaches without stopping it.
+func TestAttachDetachOnClose(t *testing.T) {
+	t.Parallel()
+	owner := startKernel(t, Options{})
+	a, err := Attach(testCtx(t, 60*time.Second), owner.ConnectionFile(), Options{DetachOnClose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Attached() || owner.Attached() {
+		t.Errorf("Attached: attachment %v, owner %v", a.Attached(), owner.Attached())
+	}
+	mustExecute(t, a, "shared = 7")
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantOutputs(t, mustExecute(t, owner, "shared"), "execute_result 7")
+}
