@@ -121,6 +121,16 @@ func (c quickACKConn) Read(p []byte) (int, error) {
 	return c.TCPConn.Read(p)
 }
 
+// wrapped is an error with a message of its own that still matches the
+// error it explains with errors.Is and errors.As.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
+
 // errNoSuchKernel is wrapped when the server answers 404 for a kernel id.
 var errNoSuchKernel = errors.New("no such kernel")
 
@@ -266,7 +276,10 @@ func (c *gatewayClient) startKernel(ctx context.Context, name string, env map[st
 		return m, nil
 	}
 	var ge *GatewayError
-	if name != "" && errors.As(err, &ge) && ge.Status != http.StatusUnauthorized {
+	if !errors.As(err, &ge) || ge.Status == http.StatusUnauthorized {
+		return m, err // unreachable, or the token: nothing to add
+	}
+	if name != "" {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		specs, _, serr := c.kernelSpecs(sctx)
 		cancel()
@@ -278,7 +291,15 @@ func (c *gatewayClient) startKernel(ctx context.Context, name string, env map[st
 			return m, fmt.Errorf("kernel: gateway %s has no kernelspec %q; it offers: %s", c, name, strings.Join(names, ", "))
 		}
 	}
-	return m, fmt.Errorf("kernel: gateway %s could not start a %q kernel: %w", c, name, err)
+	spec := "its default kernelspec"
+	if name != "" {
+		spec = fmt.Sprintf("kernelspec %q", name)
+	}
+	msg := fmt.Sprintf("kernel: gateway %s could not start a kernel of %s: %d %s", c, spec, ge.Status, http.StatusText(ge.Status))
+	if ge.Body != "" {
+		msg += ": " + ge.Body
+	}
+	return m, &wrapped{msg: msg, err: ge}
 }
 
 func (c *gatewayClient) kernel(ctx context.Context, id string) (GatewayKernel, error) {

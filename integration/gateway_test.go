@@ -1,0 +1,138 @@
+//go:build unix
+
+package integration
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/gatewaytest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type gatewayStatus struct {
+	Gateway *struct {
+		URL            string `json:"url"`
+		KernelID       string `json:"kernel_id"`
+		ExecutionState string `json:"execution_state"`
+		Attached       bool   `json:"attached"`
+	} `json:"gateway"`
+	ConnectionFile string `json:"connection_file"`
+	Attached       bool   `json:"attached"`
+}
+
+// wantError checks that a tool result is an error whose text says want.
+func wantError(t *testing.T, res *mcp.CallToolResult, want string) {
+	t.Helper()
+	if !res.IsError || !strings.Contains(text(res), want) {
+		t.Fatalf("want an error saying %q; got isError=%v: %s", want, res.IsError, text(res))
+	}
+}
+
+// TestGatewaySessions drives the built binary in gateway mode against a
+// real Jupyter Kernel Gateway: sessions, images, errors, restart, delete,
+// attaching to a kernel by id, and bad input that must leave it serving.
+func TestGatewaySessions(t *testing.T) {
+	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	s := startServer(t, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "1")
+
+	if _, out := s.run("default", "x = 21"); out.Status != "ok" {
+		t.Fatalf("x = 21: %+v", out)
+	}
+	if _, out := s.run("default", "print('hi')\nx * 2"); out.Result != "42" || out.Stdout != "hi\n" {
+		t.Fatalf("x * 2: %+v", out)
+	}
+	res, _ := s.run("default", "from IPython.display import Image, display\nimport base64\ndisplay(Image(data=base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==')))")
+	if imgs, _ := imageParts(res); len(imgs) != 1 {
+		t.Fatalf("%d images in the result, want 1: %s", len(imgs), text(res))
+	}
+	res, out := s.run("default", "y = 1\n1/0")
+	if !res.IsError || out.Error == nil || out.Error.EName != "ZeroDivisionError" || out.Error.Line != 2 {
+		t.Fatalf("1/0: %+v", out)
+	}
+
+	kernels := text(s.call("list_kernels", nil))
+	if !strings.Contains(kernels, "python3") || !strings.Contains(kernels, gw.URL) {
+		t.Errorf("list_kernels: %s", kernels)
+	}
+	st := structured[gatewayStatus](t, s.call("session_status", map[string]any{"session_id": "default"}))
+	if st.Gateway == nil || st.Gateway.KernelID == "" || st.Gateway.URL != gw.URL || st.Gateway.Attached {
+		t.Fatalf("session_status: %+v", st.Gateway)
+	}
+	id := st.Gateway.KernelID
+
+	// Attach a second session to the same kernel: one namespace.
+	res = s.call("create_session", map[string]any{"session_id": "shared", "kernel_id": id})
+	if res.IsError {
+		t.Fatalf("create_session kernel_id: %s", text(res))
+	}
+	if _, out := s.run("shared", "x + 1"); out.Result != "22" {
+		t.Fatalf("the attached session does not see x: %+v", out)
+	}
+	wantError(t, s.call("reset_run_context", map[string]any{"session_id": "shared"}), "force: true")
+	if res := s.call("delete_session", map[string]any{"session_id": "shared"}); res.IsError {
+		t.Fatal(text(res))
+	}
+	// Deleting the attached session only detached it.
+	if _, out := s.run("default", "x"); out.Result != "21" {
+		t.Fatalf("after detaching: %+v", out)
+	}
+
+	// Bad input: each a clear error, and the server keeps serving.
+	wantError(t, s.call("create_session", map[string]any{"session_id": "bad1", "kernel": "nosuchspec"}), `has no kernelspec "nosuchspec"`)
+	wantError(t, s.call("create_session", map[string]any{"session_id": "bad2", "kernel_id": "00000000-0000-0000-0000-000000000000"}), "has no kernel with id")
+	wantError(t, s.call("create_session", map[string]any{"session_id": "bad3", "python": "/usr/bin/python3"}), "python cannot be used with the gateway")
+
+	if res := s.call("reset_run_context", map[string]any{"session_id": "default"}); res.IsError {
+		t.Fatal(text(res))
+	}
+	if _, out := s.run("default", "x"); out.Error == nil || out.Error.EName != "NameError" {
+		t.Fatalf("x after restart: %+v", out)
+	}
+	if res := s.call("delete_session", map[string]any{"session_id": "default"}); res.IsError {
+		t.Fatal(text(res))
+	}
+	if code := gatewayKernelStatus(t, gw, id); code != http.StatusNotFound {
+		t.Fatalf("after delete_session the gateway answers %d for the kernel, want 404", code)
+	}
+}
+
+// TestGatewayUnusable points the server at a gateway it cannot use: each
+// run is a clear error, and the server keeps serving.
+func TestGatewayUnusable(t *testing.T) {
+	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	for _, tc := range []struct{ name, url, token, want string }{
+		{"unreachable", closed, "", "gateway " + closed + " is unreachable"},
+		{"wrong token", gw.URL, "wrong", "refused the token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, "--gateway-url", tc.url, "--gateway-token", tc.token, "--pool-size", "0")
+			wantError(t, s.call("run_code", map[string]any{"code": "1+1"}), tc.want)
+			if res := s.call("list_sessions", nil); res.IsError {
+				t.Fatal(text(res))
+			}
+			wantError(t, s.call("list_kernels", nil), tc.want)
+		})
+	}
+}
+
+// gatewayKernelStatus is the HTTP status of GET /api/kernels/{id}.
+func gatewayKernelStatus(t *testing.T, gw *gatewaytest.Server, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, gw.URL+"/api/kernels/"+id, nil)
+	req.Header.Set("Authorization", "token "+gw.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
