@@ -136,3 +136,37 @@ func gatewayKernelStatus(t *testing.T, gw *gatewaytest.Server, id string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestAttachConnectionFile attaches a session to another session's local
+// kernel by its connection file, as a person would with
+// `jupyter console --existing`: one namespace, no restart from the
+// attachment, and deleting it only detaches.
+func TestAttachConnectionFile(t *testing.T) {
+	s := startServer(t, "--pool-size", "0")
+	if _, out := s.run("owner", "v = 'shared'"); out.Status != "ok" {
+		t.Fatalf("%+v", out)
+	}
+	st := structured[gatewayStatus](t, s.call("session_status", map[string]any{"session_id": "owner"}))
+	if st.ConnectionFile == "" || st.Attached || st.Gateway != nil {
+		t.Fatalf("session_status of a local session: %+v", st)
+	}
+	wantError(t, s.call("create_session", map[string]any{"session_id": "rel", "connection_file": "kernel.json"}), "absolute path")
+	wantError(t, s.call("create_session", map[string]any{"session_id": "gw", "kernel_id": "abc"}), "--gateway-url")
+	if res := s.call("create_session", map[string]any{"session_id": "guest", "connection_file": st.ConnectionFile}); res.IsError {
+		t.Fatal(text(res))
+	}
+	if _, out := s.run("guest", "v"); out.Result != "'shared'" {
+		t.Fatalf("the attached session does not see v: %+v", out)
+	}
+	gst := structured[gatewayStatus](t, s.call("session_status", map[string]any{"session_id": "guest"}))
+	if !gst.Attached || gst.ConnectionFile != st.ConnectionFile {
+		t.Errorf("session_status of the attached session: %+v", gst)
+	}
+	wantError(t, s.call("reset_run_context", map[string]any{"session_id": "guest", "force": true}), "cannot be restarted from here")
+	if res := s.call("delete_session", map[string]any{"session_id": "guest"}); res.IsError {
+		t.Fatal(text(res))
+	}
+	if _, out := s.run("owner", "v"); out.Result != "'shared'" {
+		t.Fatalf("deleting the attached session stopped the kernel: %+v", out)
+	}
+}

@@ -313,22 +313,35 @@ func (c *gatewayClient) interrupt(ctx context.Context, id string) error {
 }
 
 func (c *gatewayClient) restart(ctx context.Context, id string) error {
-	return c.noKernel(id, c.do(ctx, http.MethodPost, kernelPath(id)+"/restart", nil, nil, http.StatusOK, http.StatusNoContent))
+	return c.noKernel(id, retryWhileRestarting(ctx, func() error {
+		return c.do(ctx, http.MethodPost, kernelPath(id)+"/restart", nil, nil, http.StatusOK, http.StatusNoContent)
+	}))
 }
 
 // deleteKernel shuts a kernel down; one that is already gone is no error.
-// jupyter_server answers 500 to a DELETE that comes while it is restarting
-// a kernel that died (its ready future is unset), so a 500 is retried until
-// ctx ends.
 func (c *gatewayClient) deleteKernel(ctx context.Context, id string) error {
+	err := retryWhileRestarting(ctx, func() error {
+		return c.do(ctx, http.MethodDelete, kernelPath(id), nil, nil, http.StatusNoContent, http.StatusOK)
+	})
+	if errors.Is(err, errNoSuchKernel) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kernel: gateway %s: kernel %s may still run: %w", c, id, err)
+	}
+	return nil
+}
+
+// retryWhileRestarting retries a request the server answered with 500
+// until ctx ends. jupyter_server answers 500 to a DELETE or restart that
+// comes while it is itself restarting a kernel that died (its "ready"
+// future is unset then); it succeeds a moment later.
+func retryWhileRestarting(ctx context.Context, req func() error) error {
 	backoff := 100 * time.Millisecond
 	for {
-		err := c.do(ctx, http.MethodDelete, kernelPath(id), nil, nil, http.StatusNoContent, http.StatusOK)
+		err := req()
 		var ge *GatewayError
-		switch {
-		case errors.Is(err, errNoSuchKernel):
-			return nil
-		case err == nil || !errors.As(err, &ge) || ge.Status != http.StatusInternalServerError:
+		if err == nil || !errors.As(err, &ge) || ge.Status != http.StatusInternalServerError {
 			return err
 		}
 		t := time.NewTimer(backoff)
@@ -336,7 +349,7 @@ func (c *gatewayClient) deleteKernel(ctx context.Context, id string) error {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("kernel: gateway %s: kernel %s may still run: %w", c, id, err)
+			return err
 		}
 		backoff = min(2*backoff, time.Second)
 	}

@@ -130,7 +130,7 @@ func TestGateway(t *testing.T) {
 				_, err := k.Execute(testCtx(t, 60*time.Second), "x", ExecuteOptions{})
 				wantExecError(t, err, "NameError")
 			})
-			t.Run("ExitIsDeath", func(t *testing.T) {
+			t.Run("ExitIsDeathThenRestart", func(t *testing.T) {
 				_, err := k.Execute(testCtx(t, 60*time.Second), "import os\nos._exit(1)", ExecuteOptions{})
 				var de *DiedError
 				if !errors.Is(err, ErrKernelDied) || !errors.As(err, &de) || de.Remote == "" {
@@ -139,6 +139,12 @@ func TestGateway(t *testing.T) {
 				if st := k.State(); st != "dead" {
 					t.Errorf("State() = %q", st)
 				}
+				// The gateway restarted the process; a restart gives this
+				// client a working kernel again.
+				if err := k.Restart(testCtx(t, 90*time.Second)); err != nil {
+					t.Fatal(err)
+				}
+				wantOutputs(t, mustExecute(t, k, "1+1"), "execute_result 2")
 			})
 			t.Run("Delete", func(t *testing.T) {
 				id := k.GatewayKernelID()

@@ -776,7 +776,20 @@ func report(w io.Writer, all []*result, py string, took time.Duration) {
 			target("10 MB of output ≤ 1.0× jupyter_client (kernel package)", x <= 1.0, fmt.Sprintf("%.2f×", x))
 		}
 	}
-	if ours != nil && ours.RSSPerSession != 0 {
+	// Remote kernels: the gateway's kernel is stock ipykernel, so it is
+	// held against the stock direct figure as well.
+	stock := find("kernel package (Go), stock")
+	for _, name := range []string{"kernel package over Kernel Gateway", "kernel package over Enterprise Gateway"} {
+		if gw := find(name); gw != nil && kpkg != nil && gw.RoundTrip.N > 0 {
+			x := ratio(gw.RoundTrip, kpkg.RoundTrip)
+			m := fmt.Sprintf("%.2f×", x)
+			if stock != nil {
+				m += fmt.Sprintf(" (%.2f× stock)", ratio(gw.RoundTrip, stock.RoundTrip))
+			}
+			target("`1+1` "+strings.TrimPrefix(name, "kernel package ")+" ≤ 1.5× direct ZeroMQ", x <= 1.5, m)
+		}
+	}
+		if ours != nil && ours.RSSPerSession != 0 {
 		target("server overhead per idle session ≤ 2 MB RSS", ours.RSSPerSession <= 2, fmt.Sprintf("%.2f MB", ours.RSSPerSession))
 	}
 
