@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -97,6 +98,34 @@ func TestGatewaySessions(t *testing.T) {
 	if code := gatewayKernelStatus(t, gw, id); code != http.StatusNotFound {
 		t.Fatalf("after delete_session the gateway answers %d for the kernel, want 404", code)
 	}
+	// Stopping the server deletes the kernels it started, the warm one too.
+	s.close()
+	if left := gatewayKernels(t, gw); len(left) != 0 {
+		t.Fatalf("kernels left on the gateway after the server stopped: %v", left)
+	}
+}
+
+// gatewayKernels lists the kernel ids the gateway runs.
+func gatewayKernels(t *testing.T, gw *gatewaytest.Server) []string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, gw.URL+"/api/kernels", nil)
+	req.Header.Set("Authorization", "token "+gw.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ks []struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ks); err != nil {
+		t.Fatalf("GET /api/kernels: %d: %v", resp.StatusCode, err)
+	}
+	ids := make([]string, len(ks))
+	for i, k := range ks {
+		ids[i] = k.ID
+	}
+	return ids
 }
 
 // TestGatewayUnusable points the server at a gateway it cannot use: each
