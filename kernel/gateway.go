@@ -44,6 +44,10 @@ type Gateway struct {
 	// the same session_id, so the server replays what it buffered) before
 	// the kernel counts as lost. Default 10 s.
 	ReconnectWindow time.Duration
+
+	// legacyFraming keeps the v1 subprotocol from being offered, so tests
+	// can drive the legacy JSON framing against servers that offer v1.
+	legacyFraming bool
 }
 
 // GatewayKernel is what a gateway reports about one of its kernels
@@ -73,6 +77,7 @@ type gatewayClient struct {
 	hc     *http.Client
 	window time.Duration
 	ownHC  bool // hc is ours, so its idle connections are ours to close
+	legacy bool // offer no subprotocol (Gateway.legacyFraming)
 }
 
 func (g *Gateway) client() (*gatewayClient, error) {
@@ -91,7 +96,7 @@ func (g *Gateway) client() (*gatewayClient, error) {
 	if w <= 0 {
 		w = 10 * time.Second
 	}
-	return &gatewayClient{base: u, token: g.Token, hc: hc, window: w, ownHC: own}, nil
+	return &gatewayClient{base: u, token: g.Token, hc: hc, window: w, ownHC: own, legacy: g.legacyFraming}, nil
 }
 
 // quickACKTransport is http.DefaultTransport's settings with a dialer whose
@@ -401,10 +406,14 @@ func (c *gatewayClient) dialChannels(ctx context.Context, id, session string) (*
 	u.Path += kernelPath(id) + "/channels"
 	u.RawPath = ""
 	u.RawQuery = url.Values{"session_id": {session}}.Encode()
+	protos := []string{wsSubprotocolV1}
+	if c.legacy {
+		protos = nil
+	}
 	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{
 		HTTPClient:      c.hc,
 		HTTPHeader:      c.header(),
-		Subprotocols:    []string{wsSubprotocolV1},
+		Subprotocols:    protos,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {

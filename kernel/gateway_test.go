@@ -52,6 +52,9 @@ func TestGateway(t *testing.T) {
 			if k.GatewayKernelID() == "" || k.Pid() != 0 || k.Attached() {
 				t.Fatalf("id %q pid %d attached %v", k.GatewayKernelID(), k.Pid(), k.Attached())
 			}
+			if !usesV1(k) {
+				t.Errorf("%s did not negotiate %s", kind, wsSubprotocolV1)
+			}
 
 			t.Run("StateAndDisplay", func(t *testing.T) {
 				mustExecute(t, k, "x = 21")
@@ -272,4 +275,36 @@ func TestAttachDetachOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOutputs(t, mustExecute(t, owner, "shared"), "execute_result 7")
+}
+
+func usesV1(k *Kernel) bool {
+	g, _ := k.current()
+	_, v1, _ := g.conn.(*wsConn).current()
+	return v1
+}
+
+// TestGatewayLegacyFraming drives a Kernel Gateway kernel with the legacy
+// JSON framing (the servers here offer v1, so it is declined on purpose):
+// text frames both ways, an image, an error and a reconnect.
+func TestGatewayLegacyFraming(t *testing.T) {
+	srv := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	k, err := Start(testCtx(t, 90*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: srv.Token, legacyFraming: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if usesV1(k) {
+		t.Fatal("v1 was negotiated although not offered")
+	}
+	mustExecute(t, k, "x = 21")
+	res := mustExecute(t, k, "from IPython.display import Image, display\nimport base64\ndisplay(Image(data=base64.b64decode('"+tinyPNG+"')))\nprint('é')\nx * 2")
+	if len(res.Outputs) != 3 || res.Outputs[0].Type != OutputDisplayData || res.Outputs[1].Text != "é\n" {
+		t.Fatalf("outputs %q", describeAll(res.Outputs))
+	}
+	_, err = k.Execute(testCtx(t, 60*time.Second), "1/0", ExecuteOptions{})
+	wantExecError(t, err, "ZeroDivisionError")
+	g, _ := k.current()
+	sock, _, _ := g.conn.(*wsConn).current()
+	sock.CloseNow()
+	wantOutputs(t, mustExecute(t, k, "x"), "execute_result 21")
 }

@@ -89,6 +89,7 @@ func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Ker
 		k, err = kernel.AttachGateway(ctx, *s.gateway(), c.KernelID, opts)
 	case s.cfg.GatewayURL != "":
 		opts.Gateway = s.gateway()
+		opts.Env = gatewayKernelEnv(os.Environ())
 		opts.Spec.Name = c.Kernel
 		if opts.Spec.Name == "" {
 			opts.Spec.Name = s.cfg.Kernel
@@ -232,4 +233,21 @@ func remoteStartedText(id string, info SessionInfo, ss *Session) string {
 		verb = "attached (the kernel is shared: delete_session only detaches, and resets need force)"
 	}
 	return fmt.Sprintf("Session %q %s: %s %s (kernelspec %s, %s).", id, verb, info.Language, info.Version, info.Kernel, where)
+}
+
+// gatewayKernelEnv picks the KERNEL_* variables of the server's environment
+// to send with a gateway start request, as jupyter_server's own gateway
+// client does: KERNEL_USERNAME, KERNEL_NAMESPACE, KERNEL_IMAGE,
+// KERNEL_LAUNCH_TIMEOUT and the like configure Enterprise Gateway's
+// kernels. The server's own KERNEL_MCP_* settings (the gateway token among
+// them) never leave it.
+func gatewayKernelEnv(environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(k, "KERNEL_") && !strings.HasPrefix(k, "KERNEL_MCP_") {
+			env[k] = v
+		}
+	}
+	return env
 }
