@@ -789,7 +789,7 @@ func report(w io.Writer, all []*result, py string, took time.Duration) {
 			target("`1+1` "+strings.TrimPrefix(name, "kernel package ")+" ≤ 1.5× direct ZeroMQ", x <= 1.5, m)
 		}
 	}
-		if ours != nil && ours.RSSPerSession != 0 {
+	if ours != nil && ours.RSSPerSession != 0 {
 		target("server overhead per idle session ≤ 2 MB RSS", ours.RSSPerSession <= 2, fmt.Sprintf("%.2f MB", ours.RSSPerSession))
 	}
 
