@@ -54,6 +54,21 @@ func TestGatewaySessions(t *testing.T) {
 		t.Fatalf("1/0: %+v", out)
 	}
 
+	// Kernel Gateway's iopub rate limit drops most of a 5 MB print: the
+	// result must say so rather than look complete.
+	res, out = s.run("default", "print('a' * 5_000_000)")
+	if !strings.Contains(text(res), "output was dropped") || !out.Truncated {
+		t.Fatalf("5 MB print: truncated=%v, text: %.300s", out.Truncated, text(res))
+	}
+	// install_package runs %pip in the remote kernel; an installed
+	// package needs no network.
+	res = s.call("install_package", map[string]any{"package_name": "ipykernel"})
+	if inst := structured[struct {
+		ExitCode int `json:"exit_code"`
+	}](t, res); res.IsError || inst.ExitCode != 0 {
+		t.Fatalf("install_package: exit %d: %s", inst.ExitCode, text(res))
+	}
+
 	kernels := text(s.call("list_kernels", nil))
 	if !strings.Contains(kernels, "python3") || !strings.Contains(kernels, gw.URL) {
 		t.Errorf("list_kernels: %s", kernels)
