@@ -48,7 +48,7 @@ func TestGateway(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			srv := gatewaytest.Shared(t, kind)
-			k := startGatewayKernel(t, srv, Options{})
+			k := startGatewayKernel(t, srv, Options{Env: map[string]string{"KERNEL_KMCP_PROBE": "passed"}})
 			if k.GatewayKernelID() == "" || k.Pid() != 0 || k.Attached() {
 				t.Fatalf("id %q pid %d attached %v", k.GatewayKernelID(), k.Pid(), k.Attached())
 			}
@@ -60,6 +60,12 @@ func TestGateway(t *testing.T) {
 				mustExecute(t, k, "x = 21")
 				res := mustExecute(t, k, "print('hi')\nx * 2")
 				wantOutputs(t, res, `stream stdout "hi\n"`, "execute_result 42")
+			})
+			t.Run("EnvPassed", func(t *testing.T) {
+				// KERNEL_* reaches the kernel on both; KERNEL_USERNAME is
+				// what Enterprise Gateway requires of a client run as root.
+				res := mustExecute(t, k, "import os\nos.environ.get('KERNEL_KMCP_PROBE'), os.environ.get('KERNEL_USERNAME') is not None")
+				wantOutputs(t, res, "execute_result ('passed', True)")
 			})
 			t.Run("Image", func(t *testing.T) {
 				res := mustExecute(t, k, "from IPython.display import Image, display\nimport base64\ndisplay(Image(data=base64.b64decode('"+tinyPNG+"')))")
