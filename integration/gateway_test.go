@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -212,5 +213,30 @@ func TestAttachConnectionFile(t *testing.T) {
 	}
 	if _, out := s.run("owner", "v"); out.Result != "'shared'" {
 		t.Fatalf("deleting the attached session stopped the kernel: %+v", out)
+	}
+}
+
+// TestGatewayDies kills the gateway under a server that uses it: the next
+// run fails with an error naming the gateway, and the history stays.
+func TestGatewayDies(t *testing.T) {
+	gw, err := gatewaytest.Start(context.Background(), gatewaytest.KernelGateway)
+	if err != nil {
+		gatewaytest.Unavailable(t, err)
+	}
+	defer gw.Stop()
+	s := startServer(t, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0")
+	if _, out := s.run("default", "x = 1"); out.Status != "ok" {
+		t.Fatalf("%+v", out)
+	}
+	gw.Kill()
+	// Within the reconnect window the run fails as a lost kernel, after it
+	// as a start that cannot reach the gateway: either way naming it.
+	res := s.call("run_code", map[string]any{"code": "x"})
+	if !res.IsError || !strings.Contains(text(res), gw.URL) {
+		t.Fatalf("run after the gateway died: isError=%v: %s", res.IsError, text(res))
+	}
+	t.Logf("the run said: %s", text(res))
+	if h := text(s.call("get_history", nil)); !strings.Contains(h, "x = 1") {
+		t.Fatalf("history lost: %s", h)
 	}
 }

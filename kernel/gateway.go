@@ -427,6 +427,9 @@ func (c *gatewayClient) dialChannels(ctx context.Context, id, session string) (*
 		if ctx.Err() != nil {
 			return nil, false, fmt.Errorf("kernel: gateway %s: the kernel WebSocket did not open: %w", c, ctx.Err())
 		}
+		if oe := (*net.OpError)(nil); errors.As(err, &oe) {
+			return nil, false, fmt.Errorf("kernel: gateway %s is unreachable: %w", c, oe)
+		}
 		return nil, false, fmt.Errorf("kernel: gateway %s: opening the kernel WebSocket: %w", c, err)
 	}
 	// Outputs, images and replayed buffers come as single frames far above

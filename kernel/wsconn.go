@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,7 +192,11 @@ func (c *wsConn) reconnect(cause error) bool {
 			return false
 		}
 		if time.Now().After(deadline) {
-			c.markGone(&DiedError{ExitCode: -1, Remote: fmt.Sprintf("lost the connection to gateway %s for %v: %v", c.gc, c.gc.window, last)})
+			why := last.Error()
+			if oe := (*net.OpError)(nil); errors.As(last, &oe) {
+				why = oe.Error() // the URL is named already
+			}
+			c.markGone(&DiedError{ExitCode: -1, Remote: fmt.Sprintf("lost the connection to gateway %s and could not reconnect for %v: %s", c.gc, c.gc.window, why)})
 			return false
 		}
 		t := time.NewTimer(backoff)
