@@ -314,3 +314,32 @@ func TestGatewayLegacyFraming(t *testing.T) {
 	sock.CloseNow()
 	wantOutputs(t, mustExecute(t, k, "x"), "execute_result 21")
 }
+
+// TestGatewayDeletedByAnotherClient deletes a kernel through a second
+// client: the socket stays open after a DELETE, so the first client must
+// learn of it from the stream, and a call on it must fail, not hang.
+func TestGatewayDeletedByAnotherClient(t *testing.T) {
+	for _, kind := range gatewayKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			srv := gatewaytest.Shared(t, kind)
+			k := startGatewayKernel(t, srv, Options{})
+			other, err := AttachGateway(testCtx(t, 60*time.Second), Gateway{URL: srv.URL, Token: srv.Token}, k.GatewayKernelID(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := other.Close(); err != nil { // not DetachOnClose: a DELETE
+				t.Fatal(err)
+			}
+			dead, why := k.Dead()
+			await(t, dead, "the first client to see the kernel gone")
+			t.Logf("%s: %v", kind, why())
+			if err := why(); !errors.Is(err, ErrKernelDied) {
+				t.Fatalf("death: %v", err)
+			}
+			if _, err := k.Execute(testCtx(t, 60*time.Second), "1", ExecuteOptions{}); !errors.Is(err, ErrKernelDied) {
+				t.Fatalf("Execute on a deleted kernel: %v", err)
+			}
+		})
+	}
+}
