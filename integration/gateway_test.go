@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/internal/gatewaytest"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -238,5 +240,44 @@ func TestGatewayDies(t *testing.T) {
 	t.Logf("the run said: %s", text(res))
 	if h := text(s.call("get_history", nil)); !strings.Contains(h, "x = 1") {
 		t.Fatalf("history lost: %s", h)
+	}
+}
+
+// TestGatewayAttachSurvivesServerRestart attaches a session to a kernel
+// that another client (standing in for a notebook) started on the gateway:
+// stopping kernel-mcp only detaches, and a new server on the same state
+// directory attaches the session to the same kernel again.
+func TestGatewayAttachSurvivesServerRestart(t *testing.T) {
+	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	notebook, err := kernel.Start(ctx, kernel.Options{Gateway: &kernel.Gateway{URL: gw.URL, Token: gw.Token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notebook.Close()
+	state := t.TempDir()
+	args := []string{"--state-dir", state, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0"}
+
+	s := startServer(t, args...)
+	if res := s.call("create_session", map[string]any{"session_id": "nb", "kernel_id": notebook.GatewayKernelID()}); res.IsError {
+		t.Fatal(text(res))
+	}
+	if _, out := s.run("nb", "z = 'from kernel-mcp'"); out.Status != "ok" {
+		t.Fatalf("%+v", out)
+	}
+	s.close()
+
+	res, err := notebook.Execute(ctx, "z", kernel.ExecuteOptions{})
+	if err != nil {
+		t.Fatalf("the kernel did not survive the server's stop: %v", err)
+	}
+	if v, _ := res.Outputs[0].String("text/plain"); v != "'from kernel-mcp'" {
+		t.Fatalf("z = %s", v)
+	}
+
+	s2 := startServer(t, args...)
+	if _, out := s2.run("nb", "z"); out.Result != "'from kernel-mcp'" {
+		t.Fatalf("after the restart the session is not attached to the same kernel: %+v", out)
 	}
 }
