@@ -281,3 +281,29 @@ func TestGatewayAttachSurvivesServerRestart(t *testing.T) {
 		t.Fatalf("after the restart the session is not attached to the same kernel: %+v", out)
 	}
 }
+
+// TestEnterpriseGatewaySession runs the binary against Enterprise Gateway
+// (local mode): state, a kernel death reported and recovered from, with
+// the KERNEL_USERNAME it requires sent on the server's behalf.
+func TestEnterpriseGatewaySession(t *testing.T) {
+	gw := gatewaytest.Shared(t, gatewaytest.EnterpriseGateway)
+	s := startServer(t, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0")
+	s.run("default", "x = 20")
+	if _, out := s.run("default", "x + 1"); out.Result != "21" {
+		t.Fatalf("x + 1: %+v", out)
+	}
+	res, out := s.run("default", "import os\nos._exit(1)")
+	if !res.IsError || !strings.Contains(out.Note, "kernel died") {
+		t.Fatalf("os._exit: %+v", out)
+	}
+	_, out = s.run("default", "'x' in dir()")
+	if out.Result != "False" || !strings.Contains(out.Note, "previous kernel had died") {
+		t.Fatalf("the run after the death: %+v", out)
+	}
+	// The dead kernel (restarted by the gateway) and the new one are both
+	// deleted: nothing is left once the server stops.
+	s.close()
+	if left := gatewayKernels(t, gw); len(left) != 0 {
+		t.Fatalf("kernels left on the gateway after the server stopped: %v", left)
+	}
+}

@@ -86,9 +86,11 @@ func Start(ctx context.Context, kind string, args ...string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Kind: kind, URL: fmt.Sprintf("http://127.0.0.1:%d", port), Token: hex.EncodeToString(tok), dir: dir, done: make(chan struct{})}
+	// GET /api/kernels, so tests can check that no kernel is left.
 	if kind == KernelGateway {
-		// GET /api/kernels, so tests can check that no kernel is left.
 		args = append([]string{"--JupyterWebsocketPersonality.list_kernels=True"}, args...)
+	} else {
+		args = append([]string{"--EnterpriseGatewayApp.list_kernels=True"}, args...)
 	}
 	argv := append([]string{
 		"--" + app + ".ip=127.0.0.1",
