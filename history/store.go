@@ -28,6 +28,10 @@ type Meta struct {
 	Kernel    string    `json:"kernel,omitempty"`
 	Python    string    `json:"python,omitempty"`
 	Cwd       string    `json:"cwd,omitempty"`
+	// KernelID or ConnectionFile name the running kernel an attached
+	// session uses, so a restarted server attaches to it again.
+	KernelID       string `json:"kernel_id,omitempty"`
+	ConnectionFile string `json:"connection_file,omitempty"`
 }
 
 // record is one line of a history file: exactly one of its fields is set.

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/gatewaytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -42,6 +43,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if err := gatewaytest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the test gateways:", err)
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

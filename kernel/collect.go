@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	fastjson "github.com/segmentio/encoding/json"
@@ -65,6 +66,9 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 	} else if err := fastjson.Unmarshal(content, &m); err != nil {
 		c.res.Rejected++
 		return
+	}
+	if msgType == "stream" && m.Name == "stderr" && isRateLimitNotice(m.Text) {
+		c.res.RateLimited = true
 	}
 	out := Output{
 		Name: m.Name, Text: m.Text, Data: m.Data, Metadata: m.Metadata,
@@ -211,4 +215,11 @@ func (t *streamText) finish() (string, int) {
 		tail, omitted = tail[1:], omitted+1
 	}
 	return fmt.Sprintf("%s\n... [%d bytes of output omitted] ...\n%s", head, omitted, tail), omitted
+}
+
+// isRateLimitNotice recognises the stderr text a Jupyter server sends in
+// place of iopub output beyond its rate limits (jupyter_server's
+// ZMQChannelsWebsocketConnection.write_stderr).
+func isRateLimitNotice(text string) bool {
+	return strings.HasPrefix(text, "IOPub data rate exceeded") || strings.HasPrefix(text, "IOPub message rate exceeded")
 }

@@ -67,6 +67,15 @@ type Options struct {
 	// cap. It is set right after the process starts. Linux only: elsewhere
 	// Start fails.
 	MemoryLimit int64
+	// Gateway, when set, runs the kernel on a Jupyter server instead of as
+	// a child process (see Gateway). Python, Dir, MemoryLimit and the
+	// kernelspec's argv do not apply there.
+	Gateway *Gateway
+	// DetachOnClose makes Close of an attached kernel (Attach,
+	// AttachGateway) only disconnect, leaving the kernel running for
+	// whoever else uses it. Kernels this package started are always shut
+	// down.
+	DetachOnClose bool
 }
 
 // ipykernelArgs tune ipykernel for a client that waits for both the
@@ -87,7 +96,7 @@ func isIPyKernel(argv []string) bool {
 }
 
 func (o *Options) setDefaults() {
-	if len(o.Spec.Argv) == 0 {
+	if len(o.Spec.Argv) == 0 && o.Gateway == nil {
 		py := o.Python
 		if py == "" {
 			py = "python3"
@@ -120,6 +129,7 @@ func (o *Options) setDefaults() {
 type Kernel struct {
 	opts    Options
 	session string
+	gwc     *gatewayClient // nil for local kernels
 
 	restartMu sync.Mutex // serializes Restart and Close
 	mu        sync.Mutex // guards the fields below
@@ -142,6 +152,7 @@ type generation struct {
 	dir    *runtimeDir // nil when attached
 	ci     ConnectionInfo
 	file   string
+	gw     *gatewayKernel // nil unless the kernel runs on a gateway
 
 	died     chan struct{} // closed when the kernel is gone
 	diedOnce sync.Once
@@ -175,8 +186,19 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 		return nil, fmt.Errorf("kernel: a memory limit is only supported on Linux, not %s", runtime.GOOS)
 	}
 	k := &Kernel{opts: opts, session: uuid.NewString()}
+	if opts.Gateway != nil {
+		if opts.MemoryLimit > 0 {
+			return nil, fmt.Errorf("kernel: a memory limit cannot be set on a kernel that runs on gateway %s", opts.Gateway.URL)
+		}
+		gc, err := opts.Gateway.client()
+		if err != nil {
+			return nil, err
+		}
+		k.gwc = gc
+	}
 	g, err := k.launch(ctx)
 	if err != nil {
+		k.gwc.release()
 		return nil, err
 	}
 	k.gen = g
@@ -186,6 +208,9 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.opts.StartTimeout)
 	defer cancel()
+	if k.gwc != nil {
+		return k.launchGateway(ctx)
+	}
 
 	// ipykernel binds ports of its own choosing when given 0 and writes
 	// them back into the file. Ports we pick are free only until we close
@@ -409,7 +434,8 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 
 // Attach connects to a kernel someone else started, from its connection
 // file. The kernel's death is detected by heartbeat. Close disconnects and
-// asks the kernel to shut down; Restart is not available.
+// asks the kernel to shut down (only disconnects with
+// Options.DetachOnClose); Restart is not available.
 func Attach(ctx context.Context, connectionFile string, opts Options) (*Kernel, error) {
 	opts.setDefaults()
 	ci, err := ReadConnectionFile(connectionFile)
@@ -903,6 +929,9 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 	if d := g.dead(); d != nil {
 		return d
 	}
+	if g.gw != nil {
+		return g.gw.client.interrupt(ctx, g.gw.id)
+	}
 	if g.proc != nil && canSignalInterrupt && k.opts.Spec.InterruptMode != "message" {
 		if err := g.proc.interrupt(); err != nil {
 			return fmt.Errorf("kernel: interrupt: %w", err)
@@ -929,7 +958,7 @@ func (k *Kernel) restart(ctx context.Context, force bool) error {
 		return ErrClosed
 	}
 	old := k.gen
-	if old.proc == nil {
+	if old.proc == nil && old.gw == nil {
 		k.mu.Unlock()
 		return ErrNotOwned
 	}
@@ -941,12 +970,20 @@ func (k *Kernel) restart(ctx context.Context, force bool) error {
 		k.mu.Unlock()
 	}()
 
-	if force {
-		k.killGeneration(old)
+	var (
+		g   *generation
+		err error
+	)
+	if old.gw != nil {
+		g, err = k.restartGateway(ctx, old)
 	} else {
-		k.stopGeneration(old, k.opts.ShutdownWait)
+		if force {
+			k.killGeneration(old)
+		} else {
+			k.stopGeneration(old, k.opts.ShutdownWait)
+		}
+		g, err = k.launch(ctx)
 	}
-	g, err := k.launch(ctx)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err != nil {
@@ -967,19 +1004,25 @@ func (k *Kernel) ForceRestart(ctx context.Context) error { return k.restart(ctx,
 // Close shuts the kernel down: a shutdown_request, then SIGTERM after
 // ShutdownWait, then SIGKILL after TermWait. It removes the connection file
 // and waits for every goroutine of this kernel. An attached kernel is asked
-// to shut down and disconnected. Close is idempotent.
+// to shut down and disconnected. A gateway kernel is deleted through REST;
+// Close reports a failed DELETE, since the kernel may then still run.
+// Close is idempotent.
 func (k *Kernel) Close() error {
 	k.restartMu.Lock()
 	defer k.restartMu.Unlock()
 	if !k.markClosed() {
 		return nil
 	}
-	if k.gen.proc == nil && k.gen.dead() == nil {
+	if k.gen.proc == nil && k.gen.gw == nil && k.gen.dead() == nil && !k.opts.DetachOnClose {
 		ctx, cancel := context.WithTimeout(context.Background(), k.opts.ShutdownWait)
 		k.request(ctx, k.gen, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil)
 		cancel()
 	}
 	k.stopGeneration(k.gen, k.opts.ShutdownWait)
+	k.gwc.release()
+	if gw := k.gen.gw; gw != nil {
+		return gw.stopErr
+	}
 	return nil
 }
 
@@ -1018,6 +1061,9 @@ func (k *Kernel) markClosed() bool {
 // wait > 0), escalates to SIGTERM and SIGKILL, then closes the sockets and
 // removes the runtime dir. Calls in flight see the generation die.
 func (k *Kernel) stopGeneration(g *generation, wait time.Duration) {
+	if g.gw != nil && g.gw.deleteOnStop {
+		k.deleteGatewayKernel(g)
+	}
 	if p := g.proc; p != nil {
 		if p.running() && wait > 0 && g.conn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)

@@ -19,7 +19,21 @@ import (
 // Close. Only TestForgedIOPubMessagesAreDropped makes one, as a fake
 // kernel; the client itself never does.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakOptions...)
+	goleak.VerifyTestMain(runThenCleanUp{m}, leakOptions...)
+}
+
+// afterTests run once every test has ended, before the leak check: the
+// gateway tests stop the servers they shared there.
+var afterTests []func()
+
+type runThenCleanUp struct{ m *testing.M }
+
+func (r runThenCleanUp) Run() int {
+	code := r.m.Run()
+	for _, f := range afterTests {
+		f()
+	}
+	return code
 }
 
 var leakOptions = []goleak.Option{goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run")}

@@ -86,6 +86,10 @@ type ExecuteResult struct {
 	// MaxStreamBytes and MaxOutputs left out.
 	OmittedBytes   int
 	OmittedOutputs int
+	// RateLimited is set when a Jupyter server replaced some of this
+	// execution's output with its "IOPub data rate exceeded" (or message
+	// rate) notice: that output never reached this client.
+	RateLimited bool
 }
 
 // ExecError is an exception raised by the code. Its Error() is the kernel's
@@ -139,10 +143,14 @@ type DiedError struct {
 	// kernels), not as a process exit.
 	Heartbeat bool
 	Stderr    string // the last lines the kernel wrote to stderr
+	// Remote says how a gateway reported the end of a kernel it runs.
+	Remote string
 }
 
 func (e *DiedError) Error() string {
 	switch {
+	case e.Remote != "":
+		return "kernel died (" + e.Remote + ")"
 	case e.Heartbeat:
 		return "kernel died (no heartbeat)"
 	case e.SignalNo != 0:

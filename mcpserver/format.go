@@ -200,6 +200,9 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 		if res.OmittedOutputs > 0 {
 			fmt.Fprintf(&text, "[%d more outputs not kept]\n", res.OmittedOutputs)
 		}
+		if res.RateLimited {
+			text.WriteString("[output was dropped: the Jupyter server replaced it with its \"IOPub data rate exceeded\" notice; print less, or raise the server's iopub_data_rate_limit]\n")
+		}
 		if res.Error != nil {
 			tb := history.PlainText(strings.Join(res.Error.Traceback, "\n"))
 			out.Error = &ErrorInfo{EName: res.Error.EName, EValue: history.PlainText(res.Error.EValue), Traceback: tb}
@@ -233,7 +236,7 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 	}
 	body, t := history.CutMiddle(body, limit)
 	truncated[3] = truncated[3] || t
-	out.Truncated = slices.Contains(truncated[:], true) || (res != nil && (res.OmittedBytes > 0 || res.OmittedOutputs > 0))
+	out.Truncated = slices.Contains(truncated[:], true) || (res != nil && (res.OmittedBytes > 0 || res.OmittedOutputs > 0 || res.RateLimited))
 	if len(lead) > 0 {
 		content = append([]mcp.Content{&mcp.TextContent{Text: strings.Join(lead, "\n")}}, content...)
 	}

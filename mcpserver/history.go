@@ -99,7 +99,8 @@ func (s *Server) clearHistory(_ context.Context, ss *Session) error {
 // register adds a new session: its history file, when histories are kept on
 // disk, and its listed resource. Call with s.mu held.
 func (s *Server) register(ss *Session) error {
-	ss.meta = history.Meta{SessionID: ss.id, CreatedAt: ss.created, Kernel: ss.choice.Kernel, Python: ss.choice.Python, Cwd: ss.choice.Cwd}
+	ss.meta = history.Meta{SessionID: ss.id, CreatedAt: ss.created, Kernel: ss.choice.Kernel, Python: ss.choice.Python, Cwd: ss.choice.Cwd,
+		KernelID: ss.choice.KernelID, ConnectionFile: ss.choice.ConnectionFile}
 	if s.cfg.StateDir != "" {
 		st, err := history.Create(s.sessionsDir(), ss.meta)
 		if err != nil {
@@ -163,7 +164,7 @@ func (s *Server) restore() error {
 			s.cfg.Logger.Error("cannot restore a session's history; it is left as it is", "session", id, "error", err)
 			continue
 		}
-		ss := s.newSession(id, kernelChoice{Kernel: meta.Kernel, Python: meta.Python, Cwd: meta.Cwd})
+		ss := s.newSession(id, kernelChoice{Kernel: meta.Kernel, Python: meta.Python, Cwd: meta.Cwd, KernelID: meta.KernelID, ConnectionFile: meta.ConnectionFile})
 		if !meta.CreatedAt.IsZero() {
 			ss.created = meta.CreatedAt
 		}

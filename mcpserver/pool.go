@@ -57,7 +57,7 @@ func newPool(s *Server, size int) *pool {
 
 // warm starts filling the pool for a kind.
 func (p *pool) warm(c kernelChoice) {
-	if p == nil || p.size <= 0 {
+	if p == nil || p.size <= 0 || c.attached() {
 		return
 	}
 	p.mu.Lock()
@@ -136,7 +136,7 @@ func (p *pool) start(c kernelChoice, pk *poolKind) {
 // kind is new, or its last start failed. The caller then starts a kernel
 // itself and reports the outcome with started.
 func (p *pool) take(ctx context.Context, c kernelChoice, wait bool) (w warmKernel, ok bool, err error) {
-	if p == nil || p.size <= 0 {
+	if p == nil || p.size <= 0 || c.attached() {
 		return warmKernel{}, false, nil
 	}
 	p.mu.Lock()
@@ -197,7 +197,7 @@ func (p *pool) responds(ctx context.Context, k *kernel.Kernel) bool {
 // it nothing: a success (re)fills the pool for the kind, a failure keeps
 // the pool from retrying it until someone asks again.
 func (p *pool) started(ctx context.Context, c kernelChoice, err error) {
-	if p == nil || p.size <= 0 || ctx.Err() != nil {
+	if p == nil || p.size <= 0 || ctx.Err() != nil || c.attached() {
 		return
 	}
 	p.mu.Lock()

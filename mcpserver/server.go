@@ -75,6 +75,12 @@ type Config struct {
 	// StateDir is where histories are kept (in StateDir/sessions, one
 	// JSON-lines file per session); empty keeps them in memory only.
 	StateDir string
+	// GatewayURL, when set, runs every session's kernel on that Jupyter
+	// Server, Kernel Gateway or Enterprise Gateway (flag --gateway-url)
+	// instead of as a local process; GatewayToken is its token. Python
+	// and MemoryLimit must then be empty.
+	GatewayURL   string
+	GatewayToken string
 	// Version is reported to clients as the implementation version.
 	Version string
 	// Logger receives the server's logs; nil discards them.
@@ -136,6 +142,9 @@ type Server struct {
 // session's kernel starts with its first use.
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
+	if err := cfg.checkGatewayConfig(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, sessions: make(map[string]*Session), ctx: ctx, cancel: cancel, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{

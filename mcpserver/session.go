@@ -35,6 +35,10 @@ type kernelChoice struct {
 	Kernel string
 	Python string
 	Cwd    string
+	// KernelID or ConnectionFile attach to a kernel that already runs
+	// (remote.go).
+	KernelID       string
+	ConnectionFile string
 }
 
 // Session is one kernel plus its history. Executions in a session run one at
@@ -449,6 +453,9 @@ func (s *Server) startKernel(ctx context.Context, c kernelChoice) (*kernel.Kerne
 
 // coldStart resolves what to run and starts it.
 func (s *Server) coldStart(ctx context.Context, c kernelChoice) (*kernel.Kernel, kernelInfo, error) {
+	if k, info, ok, err := s.remoteStart(ctx, c); ok {
+		return k, info, err
+	}
 	spec, interp, err := s.resolve(ctx, c)
 	if err != nil {
 		return nil, kernelInfo{}, err

@@ -57,6 +57,15 @@ type CreateSessionInput struct {
 	Kernel    string `json:"kernel,omitempty" jsonschema:"kernelspec name to run instead of the default Python (see list_kernels)"`
 	Python    string `json:"python,omitempty" jsonschema:"path of a Python interpreter with ipykernel, e.g. a conda env's python"`
 	Cwd       string `json:"cwd,omitempty" jsonschema:"working directory of the kernel"`
+	// Remote kernels (remote.go).
+	KernelID       string `json:"kernel_id,omitempty" jsonschema:"attach to this kernel, already running on the gateway (--gateway-url), e.g. a JupyterLab notebook's; it is shared and only detached on delete"`
+	ConnectionFile string `json:"connection_file,omitempty" jsonschema:"attach to a local kernel by the absolute path of its connection file (jupyter --runtime-dir); it is shared and only detached on delete"`
+}
+
+// ResetInput is the input of reset_session and reset_run_context.
+type ResetInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session"`
+	Force     bool   `json:"force,omitempty" jsonschema:"restart even a kernel the session is attached to (kernel_id), which clears it for every client sharing it; ask the user first"`
 }
 
 // InstallPackageInput is the input of install_package.
@@ -112,6 +121,10 @@ type SessionInfo struct {
 	// behind it.
 	Run        *RunView `json:"run,omitempty"`
 	QueuedRuns int      `json:"queued_runs,omitempty"`
+	// Remote kernels (remote.go).
+	ConnectionFile string       `json:"connection_file,omitempty"`
+	Attached       bool         `json:"attached,omitempty"`
+	Gateway        *GatewayInfo `json:"gateway,omitempty"`
 }
 
 // MessageOutput is the structured content of tools that only report.
@@ -145,13 +158,13 @@ type InterpreterInfo struct {
 
 func (s *Server) addTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	addTool(s, &mcp.Tool{Name: "create_session", Description: "Start a new session with its own kernel. Optional: kernel (a kernelspec name), python (an interpreter path, e.g. a conda env's python), cwd. Reports language, version and pid. run_code creates sessions on demand too."}, s.createSession)
+	addTool(s, &mcp.Tool{Name: "create_session", Description: "Start a new session with its own kernel. Optional: kernel (a kernelspec name), python (an interpreter path, e.g. a conda env's python), cwd. Or attach to a kernel that already runs: kernel_id (on the gateway) or connection_file (local); an attached kernel is shared, only detached on delete. Reports language, version and pid. run_code creates sessions on demand too."}, s.createSession)
 	addTool(s, &mcp.Tool{Name: "list_sessions", Description: "List sessions with their state (starting, idle, busy, dead, stopped), kernel, pid and number of history entries, and the warm kernels kept ready for new sessions.", Annotations: ro}, s.listSessions)
 	addTool(s, &mcp.Tool{Name: "run_code", Description: "Execute code in a persistent session, like a notebook cell: variables persist between calls, the last expression's value is shown, plots come back as images, exceptions name the failing line. A missing session is created. On timeout the run is interrupted and the namespace kept."}, s.runCode)
 	addTool(s, &mcp.Tool{Name: "run_file", Description: "Execute a file's code in a session's namespace (its variables stay defined). Relative paths resolve against the session's working directory."}, s.runFile)
 	addTool(s, &mcp.Tool{Name: "interrupt_session", Description: "Interrupt the code running in a session (like Ctrl-C). The namespace is kept. Answers at once, even while code runs."}, s.interruptSession)
 	addTool(s, &mcp.Tool{Name: "reset_session", Description: "Clear a session's namespace and history: a fresh kernel, an empty record. The session stays."}, s.resetSession)
-	addTool(s, &mcp.Tool{Name: "reset_run_context", Description: "Restart a session's kernel process: the namespace is cleared, the history is kept."}, s.resetRunContext)
+	addTool(s, &mcp.Tool{Name: "reset_run_context", Description: "Restart a session's kernel process: the namespace is cleared, the history is kept. A kernel the session is attached to (kernel_id) is shared: ask the user, then pass force: true."}, s.resetRunContext)
 	addTool(s, &mcp.Tool{Name: "delete_session", Description: "Shut a session's kernel down and forget the session.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, s.deleteSession)
 	addTool(s, &mcp.Tool{Name: "install_package", Description: "pip-install a package into the session's own interpreter (the kernel's Python, not the server's); importable right after."}, s.installPackage)
 	addTool(s, &mcp.Tool{Name: "session_status", Description: "A session's interpreter path, language version, pid, memory, working directory and key package versions.", Annotations: ro}, s.sessionStatus)
@@ -393,6 +406,10 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if in.Kernel != "" && in.Python != "" {
 		return errResult[SessionInfo]("give kernel or python, not both")
 	}
+	choice := kernelChoice{Kernel: in.Kernel, Python: in.Python, Cwd: in.Cwd, KernelID: in.KernelID, ConnectionFile: in.ConnectionFile}
+	if err := s.checkChoice(choice); err != nil {
+		return errResult[SessionInfo]("%v", err)
+	}
 	if in.Cwd != "" {
 		st, err := os.Stat(in.Cwd)
 		if err != nil || !st.IsDir() {
@@ -413,7 +430,7 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 		s.mu.Unlock()
 		return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
 	}
-	ss := s.newSession(id, kernelChoice{Kernel: in.Kernel, Python: in.Python, Cwd: in.Cwd})
+	ss := s.newSession(id, choice)
 	if err := s.register(ss); err != nil {
 		s.mu.Unlock()
 		return errResult[SessionInfo]("%v", err)
@@ -436,6 +453,9 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	info := ss.describe()
 	text := fmt.Sprintf("Session %q started: %s %s (kernel %s, pid %d).", id, info.Language, info.Version, info.Kernel, info.Pid)
+	if choice.attached() || s.cfg.GatewayURL != "" {
+		text = remoteStartedText(id, info, ss)
+	}
 	return textResult(text), info, nil
 }
 
@@ -547,20 +567,23 @@ func (s *Server) interruptSession(ctx context.Context, req *mcp.CallToolRequest,
 	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
 }
 
-func (s *Server) resetSession(ctx context.Context, req *mcp.CallToolRequest, in RequiredSessionInput) (*mcp.CallToolResult, MessageOutput, error) {
-	return s.reset(ctx, req, in.SessionID, true)
+func (s *Server) resetSession(ctx context.Context, req *mcp.CallToolRequest, in ResetInput) (*mcp.CallToolResult, MessageOutput, error) {
+	return s.reset(ctx, req, in.SessionID, true, in.Force)
 }
 
-func (s *Server) resetRunContext(ctx context.Context, req *mcp.CallToolRequest, in RequiredSessionInput) (*mcp.CallToolResult, MessageOutput, error) {
-	return s.reset(ctx, req, in.SessionID, false)
+func (s *Server) resetRunContext(ctx context.Context, req *mcp.CallToolRequest, in ResetInput) (*mcp.CallToolResult, MessageOutput, error) {
+	return s.reset(ctx, req, in.SessionID, false, in.Force)
 }
 
-func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string, clearHistory bool) (*mcp.CallToolResult, MessageOutput, error) {
+func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string, clearHistory, force bool) (*mcp.CallToolResult, MessageOutput, error) {
 	if id == "" {
 		return errResult[MessageOutput]("session_id is required")
 	}
 	ss, err := s.lookup(id)
 	if err != nil {
+		return errResult[MessageOutput]("%v", err)
+	}
+	if err := ss.sharedKernelRefusal(force); err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
 	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
@@ -653,13 +676,17 @@ func (s *Server) pipInstall(ctx context.Context, ss *Session, name string) (*mcp
 	}
 	// pip runs in the kernel's own interpreter, as a subprocess with an
 	// argument list: no shell sees the name.
+	ecExpr := "_kmcp_r.returncode"
 	code := fmt.Sprintf(`import subprocess as _kmcp_sp, sys as _kmcp_sys, importlib as _kmcp_il
 _kmcp_r = _kmcp_sp.run([_kmcp_sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", %q], capture_output=True, text=True)
 print(_kmcp_r.stdout, end="")
 print(_kmcp_r.stderr, end="", file=_kmcp_sys.stderr)
 _kmcp_il.invalidate_caches()
 `, name)
-	res, err := k.Execute(ctx, code, kernel.ExecuteOptions{Silent: true, UserExpressions: map[string]string{"ec": "_kmcp_r.returncode"}})
+	if pipViaMagic(k) {
+		code, ecExpr = pipMagic(name), "_exit_code"
+	}
+	res, err := k.Execute(ctx, code, kernel.ExecuteOptions{Silent: true, UserExpressions: map[string]string{"ec": ecExpr}})
 	if err != nil && !errors.As(err, new(*kernel.ExecError)) {
 		if errors.Is(err, kernel.ErrKernelDied) {
 			ss.markDead(k, err)
@@ -797,6 +824,7 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 		text.WriteByte('\n')
 	}
+	text.WriteString(remoteStatus(ctx, k, &info))
 	fmt.Fprintf(&text, "History entries: %d\n", info.History)
 	if r := info.Run; r != nil {
 		fmt.Fprintf(&text, "Run in progress: %s (%s), %s for %.1f s", r.RunID, r.Tool, r.Status, float64(r.ElapsedMS)/1000)
@@ -819,6 +847,9 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 
 func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListKernelsOutput, error) {
 	out := ListKernelsOutput{Kernels: []KernelSpecInfo{}, Interpreters: []InterpreterInfo{}}
+	if s.cfg.GatewayURL != "" {
+		return s.listGatewayKernels(ctx, out)
+	}
 	specs, err := kernelspec.Find(ctx, kernelspec.FindOptions{Python: s.cfg.Python})
 	if err != nil {
 		return errResult[ListKernelsOutput]("finding kernelspecs: %v", err)

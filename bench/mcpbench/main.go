@@ -17,6 +17,9 @@
 //     tool call in a fresh server (its session starts on first use).
 //   - 10 MB of stdout and 100,000 lines: time to the full result and the
 //     server process's peak RSS (its kernels and workers excluded).
+//   - Kernels behind Jupyter Kernel Gateway and Enterprise Gateway: `1+1`,
+//     kernel start through REST and 10 MB of stdout over the WebSocket,
+//     next to a Python WebSocket client of the same gateway.
 //   - 20 sessions in parallel: run_code calls per second, and the server's
 //     RSS per idle session.
 //
@@ -57,6 +60,7 @@ var (
 	flagPeers    = flag.Bool("peers", true, "install and measure the peer servers from PyPI")
 	flagPython   = flag.String("python", "python3", "interpreter for kernels, jupyter_client and peers' user code")
 	flagJSON     = flag.String("json", "", "also write the raw results to this file")
+	flagGateways = flag.Bool("gateways", true, "measure kernels behind the test gateways (venvs from .ci/run)")
 )
 
 const (
@@ -139,6 +143,11 @@ func main() {
 
 	log("jupyter_client")
 	all = append(all, benchJupyterClient(py))
+
+	if *flagGateways {
+		log("kernels behind Jupyter Kernel Gateway and Enterprise Gateway")
+		all = append(all, benchGateways()...)
+	}
 
 	log("kernel-mcp over stdio")
 	all = append(all, benchOurs(bin, py))
@@ -781,6 +790,19 @@ func report(w io.Writer, all []*result, py string, took time.Duration) {
 		if kpkg != nil {
 			x := ratio(kpkg.Stdout10MB, jc.Stdout10MB)
 			target("10 MB of output ≤ 1.0× jupyter_client (kernel package)", x <= 1.0, fmt.Sprintf("%.2f×", x))
+		}
+	}
+	// Remote kernels: the gateway's kernel is stock ipykernel, so it is
+	// held against the stock direct figure as well.
+	stock := find("kernel package (Go), stock")
+	for _, name := range []string{"kernel package over Kernel Gateway", "kernel package over Enterprise Gateway"} {
+		if gw := find(name); gw != nil && kpkg != nil && gw.RoundTrip.N > 0 {
+			x := ratio(gw.RoundTrip, kpkg.RoundTrip)
+			m := fmt.Sprintf("%.2f×", x)
+			if stock != nil {
+				m += fmt.Sprintf(" (%.2f× stock)", ratio(gw.RoundTrip, stock.RoundTrip))
+			}
+			target("`1+1` "+strings.TrimPrefix(name, "kernel package ")+" ≤ 1.5× direct ZeroMQ", x <= 1.5, m)
 		}
 	}
 	if ours != nil && ours.RSSPerSession != 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/url"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -51,6 +52,8 @@ type config struct {
 	IdleTimeout    time.Duration // 0: never stop idle kernels
 	StartTimeout   time.Duration
 	InterruptGrace time.Duration
+	GatewayURL     string // "": kernels run locally
+	GatewayToken   string
 
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
@@ -98,6 +101,9 @@ var settings = []setting{
 	{"idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "0", "seconds a kernel may run nothing before it is shut down (history kept); 0 means never"},
 	{"start-timeout", "KERNEL_MCP_START_TIMEOUT", "60", "seconds a kernel may take to start before it is given up"},
 	{"interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "5", "seconds an interrupted kernel gets to stop before it is restarted"},
+	// Remote kernels (issue 11).
+	{"gateway-url", "KERNEL_MCP_GATEWAY_URL", "none", "run kernels on this Jupyter Server, Kernel Gateway or Enterprise Gateway (http:// or https:// base URL) instead of as local processes"},
+	{"gateway-token", "KERNEL_MCP_GATEWAY_TOKEN", "none", "token for --gateway-url, sent as 'Authorization: token <token>'"},
 }
 
 // maxPoolSize bounds --pool-size: each warm kernel is a Python process of
@@ -342,6 +348,23 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			return config{}, invalid("interrupt-grace", v, strings.TrimSuffix(err.Error(), " (0 means none)"))
 		}
 		cfg.InterruptGrace = d
+	}
+
+	cfg.GatewayToken = get("gateway-token")
+	if v := get("gateway-url"); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return config{}, invalid("gateway-url", v, "want an http:// or https:// URL such as http://127.0.0.1:8888")
+		}
+		if cfg.Python != "" {
+			return config{}, invalid("python", cfg.Python, "cannot be used with --gateway-url: the gateway's kernelspecs decide the interpreter (pick one with --kernel)")
+		}
+		if cfg.MemoryLimit > 0 {
+			return config{}, invalid("memory-limit", get("memory-limit"), "cannot be used with --gateway-url: a gateway's kernels get their limits from the gateway")
+		}
+		cfg.GatewayURL = v
+	} else if cfg.GatewayToken != "" {
+		return config{}, invalid("gateway-token", "(hidden)", "needs --gateway-url")
 	}
 	return cfg, nil
 }

@@ -110,6 +110,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Tools:          cfg.Tools,
 		IdleTimeout:    cfg.IdleTimeout,
 		StateDir:       cfg.StateDir,
+		GatewayURL:     cfg.GatewayURL,
+		GatewayToken:   cfg.GatewayToken,
 		Version:        versionString(),
 		Logger:         logger,
 	})

@@ -1,0 +1,253 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Remote kernels: sessions whose kernel runs on a Jupyter server
+// (Config.GatewayURL), and sessions attached to a kernel someone else runs,
+// by gateway kernel id or local connection file. Everything else in this
+// package drives them like any kernel; only the start, the reset guard and
+// the reports below know the difference.
+
+// attached reports whether the choice attaches to an existing kernel.
+// Such kernels are shared: the pool never holds them, and the session only
+// detaches from them.
+func (c kernelChoice) attached() bool { return c.KernelID != "" || c.ConnectionFile != "" }
+
+// gateway is the server's gateway, or nil when kernels run locally.
+func (s *Server) gateway() *kernel.Gateway {
+	if s.cfg.GatewayURL == "" {
+		return nil
+	}
+	return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: s.cfg.GatewayToken}
+}
+
+// checkGatewayConfig refuses settings that only mean something for local
+// kernels: on a gateway the server picks the interpreter and the limits.
+func (c *Config) checkGatewayConfig() error {
+	if c.GatewayURL == "" {
+		return nil
+	}
+	if c.Python != "" {
+		return fmt.Errorf("--python (%s) cannot be used with --gateway-url: the gateway's kernelspecs decide the interpreter; use --kernel to pick one of them", c.Python)
+	}
+	if c.MemoryLimit > 0 {
+		return errors.New("--memory-limit cannot be used with --gateway-url: limits of a gateway's kernels are the gateway's to set (e.g. Kubernetes resource limits in Enterprise Gateway's kernelspecs)")
+	}
+	return nil
+}
+
+// checkChoice validates create_session's remote parameters.
+func (s *Server) checkChoice(c kernelChoice) error {
+	switch {
+	case c.KernelID != "" && c.ConnectionFile != "":
+		return errors.New("give kernel_id or connection_file, not both")
+	case c.attached() && (c.Kernel != "" || c.Python != "" || c.Cwd != ""):
+		return errors.New("kernel_id and connection_file attach to a running kernel: kernel, python and cwd cannot be given with them")
+	case c.KernelID != "" && s.cfg.GatewayURL == "":
+		return errors.New("kernel_id needs a gateway: start the server with --gateway-url (KERNEL_MCP_GATEWAY_URL)")
+	case s.cfg.GatewayURL != "" && c.Python != "":
+		return fmt.Errorf("python cannot be used with the gateway %s: pick one of its kernelspecs with kernel (see list_kernels)", s.cfg.GatewayURL)
+	case s.cfg.GatewayURL != "" && c.Cwd != "":
+		return fmt.Errorf("cwd cannot be used with the gateway %s: the kernel's working directory is on the gateway's side", s.cfg.GatewayURL)
+	case c.ConnectionFile != "":
+		if !filepath.IsAbs(c.ConnectionFile) {
+			return fmt.Errorf("connection_file %q must be an absolute path (jupyter --runtime-dir holds them)", c.ConnectionFile)
+		}
+		if _, err := os.Stat(c.ConnectionFile); err != nil {
+			return fmt.Errorf("connection_file: %v", err)
+		}
+	}
+	return nil
+}
+
+// remoteStart starts or attaches the kernel of a choice that is not a local
+// process. ok is false for a local kernel, which coldStart starts itself.
+func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Kernel, info kernelInfo, ok bool, err error) {
+	opts := kernel.Options{
+		StartTimeout:   s.cfg.StartTimeout,
+		InterruptGrace: s.cfg.InterruptGrace,
+		ShutdownWait:   time.Second,
+		TermWait:       time.Second,
+		// An attached kernel is shared: the session only ever detaches.
+		DetachOnClose: true,
+	}
+	switch {
+	case c.ConnectionFile != "":
+		k, err = kernel.Attach(ctx, c.ConnectionFile, opts)
+	case c.KernelID != "":
+		k, err = kernel.AttachGateway(ctx, *s.gateway(), c.KernelID, opts)
+	case s.cfg.GatewayURL != "":
+		opts.Gateway = s.gateway()
+		opts.Env = gatewayKernelEnv(os.Environ())
+		opts.Spec.Name = c.Kernel
+		if opts.Spec.Name == "" {
+			opts.Spec.Name = s.cfg.Kernel
+		}
+		k, err = kernel.Start(ctx, opts)
+	default:
+		return nil, kernelInfo{}, false, nil
+	}
+	if err != nil {
+		return nil, kernelInfo{}, true, err
+	}
+	info = kernelInfo{KernelName: k.Spec().Name}
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if ki, err := k.KernelInfo(ictx); err == nil {
+		info.Language = ki.LanguageInfo.Name
+		info.Version = ki.LanguageInfo.Version
+	}
+	return k, info, true, nil
+}
+
+// sharedKernelRefusal is the answer to a reset of an attached session
+// without force, or nil when the reset may go ahead.
+func (ss *Session) sharedKernelRefusal(force bool) error {
+	switch {
+	case ss.choice.ConnectionFile != "":
+		return fmt.Errorf("session %q is attached to the kernel of connection file %s, which belongs to whoever started it: it cannot be restarted from here (delete_session detaches; restart it where it was started)", ss.id, ss.choice.ConnectionFile)
+	case ss.choice.KernelID != "" && !force:
+		return fmt.Errorf("session %q is attached to the shared kernel %s on %s (perhaps a notebook's): a restart clears its namespace for every client using it. Ask the user first, then call again with force: true", ss.id, ss.choice.KernelID, ss.srv.cfg.GatewayURL)
+	}
+	return nil
+}
+
+// GatewayInfo is what session_status reports of a kernel on a gateway: the
+// gateway's own view.
+type GatewayInfo struct {
+	URL            string `json:"url"`
+	KernelID       string `json:"kernel_id"`
+	ExecutionState string `json:"execution_state,omitempty"`
+	LastActivity   string `json:"last_activity,omitempty"`
+	Connections    int    `json:"connections"`
+	Attached       bool   `json:"attached"`
+	Error          string `json:"error,omitempty"`
+}
+
+// remoteStatus fills session_status's remote fields and returns the lines
+// its text adds.
+func remoteStatus(ctx context.Context, k *kernel.Kernel, info *SessionInfo) string {
+	if k == nil {
+		return ""
+	}
+	var b strings.Builder
+	if id := k.GatewayKernelID(); id != "" {
+		gi := &GatewayInfo{URL: k.GatewayURL(), KernelID: id, Attached: k.Attached()}
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := k.GatewayStatus(gctx)
+		cancel()
+		if err != nil {
+			gi.Error = err.Error()
+		} else {
+			gi.ExecutionState, gi.LastActivity, gi.Connections = m.ExecutionState, m.LastActivity, m.Connections
+		}
+		info.Gateway = gi
+		fmt.Fprintf(&b, "Gateway: %s, kernel %s", gi.URL, gi.KernelID)
+		if gi.Attached {
+			b.WriteString(" (attached: shared, only detached on delete)")
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "; the gateway did not answer: %v\n", err)
+		} else {
+			fmt.Fprintf(&b, "; the gateway reports it %s, %d connection(s), last active %s\n", m.ExecutionState, m.Connections, m.LastActivity)
+		}
+		return b.String()
+	}
+	info.ConnectionFile = k.ConnectionFile()
+	info.Attached = k.Attached()
+	fmt.Fprintf(&b, "Connection file: %s (jupyter console --existing %s)\n", info.ConnectionFile, info.ConnectionFile)
+	if info.Attached {
+		b.WriteString("Attached: the kernel is shared and only detached on delete.\n")
+	}
+	return b.String()
+}
+
+// pipViaMagic reports whether install_package should run %pip in the
+// kernel: a kernel on a gateway has its interpreter on another machine,
+// and %pip is what a notebook user there would type.
+func pipViaMagic(k *kernel.Kernel) bool { return k.GatewayKernelID() != "" }
+
+// pipMagic is the cell install_package runs on a gateway kernel; IPython
+// leaves pip's exit code in _exit_code.
+func pipMagic(requirement string) string {
+	return "%pip install --disable-pip-version-check --no-input " + requirement
+}
+
+// gatewayKernelSpecs lists a gateway's kernelspecs for list_kernels.
+func (s *Server) gatewayKernelSpecs(ctx context.Context) ([]KernelSpecInfo, string, error) {
+	specs, def, err := s.gateway().KernelSpecs(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]KernelSpecInfo, 0, len(specs))
+	for _, sp := range specs {
+		out = append(out, KernelSpecInfo{Name: sp.Name, DisplayName: sp.DisplayName, Language: sp.Language, Argv: []string{}, Source: "gateway " + s.cfg.GatewayURL})
+	}
+	return out, def, nil
+}
+
+// listGatewayKernels is list_kernels in gateway mode: the server's
+// kernelspecs; interpreters are the gateway's business.
+func (s *Server) listGatewayKernels(ctx context.Context, out ListKernelsOutput) (*mcp.CallToolResult, ListKernelsOutput, error) {
+	specs, def, err := s.gatewayKernelSpecs(ctx)
+	if err != nil {
+		return errResult[ListKernelsOutput]("listing the gateway's kernelspecs: %v", err)
+	}
+	out.Kernels = specs
+	var text strings.Builder
+	fmt.Fprintf(&text, "Kernelspecs on the gateway %s (default %s):\n", s.cfg.GatewayURL, def)
+	for _, sp := range specs {
+		fmt.Fprintf(&text, "  %s (%s, %s)\n", sp.Name, sp.DisplayName, sp.Language)
+	}
+	text.WriteString("Interpreters: chosen by the gateway's kernelspecs (create_session {kernel}).")
+	return textResult(text.String()), out, nil
+}
+
+// remoteStartedText is create_session's answer for a gateway or attached
+// kernel, which has no local pid.
+func remoteStartedText(id string, info SessionInfo, ss *Session) string {
+	ss.mu.Lock()
+	k := ss.k
+	ss.mu.Unlock()
+	where := ""
+	switch {
+	case k == nil:
+	case k.GatewayKernelID() != "":
+		where = fmt.Sprintf("kernel %s on %s", k.GatewayKernelID(), k.GatewayURL())
+	default:
+		where = "connection file " + k.ConnectionFile()
+	}
+	verb := "started"
+	if ss.choice.attached() {
+		verb = "attached (the kernel is shared: delete_session only detaches, and resets need force)"
+	}
+	return fmt.Sprintf("Session %q %s: %s %s (kernelspec %s, %s).", id, verb, info.Language, info.Version, info.Kernel, where)
+}
+
+// gatewayKernelEnv picks the KERNEL_* variables of the server's environment
+// to send with a gateway start request, as jupyter_server's own gateway
+// client does: KERNEL_USERNAME, KERNEL_NAMESPACE, KERNEL_IMAGE,
+// KERNEL_LAUNCH_TIMEOUT and the like configure Enterprise Gateway's
+// kernels. The server's own KERNEL_MCP_* settings (the gateway token among
+// them) never leave it.
+func gatewayKernelEnv(environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(k, "KERNEL_") && !strings.HasPrefix(k, "KERNEL_MCP_") {
+			env[k] = v
+		}
+	}
+	return env
+}
