@@ -23,6 +23,9 @@ type process struct {
 	exited chan struct{} // closed once Wait returned
 	state  *os.ProcessState
 	err    error // Wait's error
+	// sandboxed: the process is bwrap, which exits with the kernel's exit
+	// status, or 128+n when the kernel was killed by signal n.
+	sandboxed bool
 }
 
 // startProcess starts argv. The start and the wait run on one goroutine
@@ -73,6 +76,11 @@ func (p *process) diedError() *DiedError {
 		if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			d.SignalNo = int(ws.Signal())
 			d.Signal = ws.Signal().String()
+		}
+		if p.sandboxed && d.SignalNo == 0 && d.ExitCode > 128 && d.ExitCode < 128+65 {
+			d.SignalNo = d.ExitCode - 128
+			d.Signal = syscall.Signal(d.SignalNo).String()
+			d.ExitCode = -1
 		}
 	}
 	return d
