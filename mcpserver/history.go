@@ -347,7 +347,7 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 	if err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
-	path, err := ss.resolvePath(in.Path)
+	path, err := ss.resolvePath(in.Path, writePath)
 	if err != nil {
 		return errResult[ExportOutput]("%s needs a path: %v", what, err)
 	}

@@ -15,11 +15,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -74,6 +76,10 @@ type Config struct {
 	Version string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// Sandbox, when set, runs every kernel under bubblewrap (Linux only)
+	// and confines the paths the tools read and write: see confine.go.
+	// Sessions without a cwd then work in StateDir/work.
+	Sandbox *kernel.SandboxOptions
 }
 
 func (c *Config) setDefaults() {
@@ -117,6 +123,11 @@ type Server struct {
 	// idleStops counts idle-timer callbacks at work; Close waits for them.
 	idleStops sync.WaitGroup
 
+	// workDir is the sessions' default working directory under the
+	// sandbox (Config.Sandbox); tempWorkDir says Close removes it.
+	workDir     string
+	tempWorkDir bool
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closed   bool
@@ -144,6 +155,10 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.addTools()
 	s.addDataTools()
+	if err := s.initSandbox(); err != nil {
+		cancel()
+		return nil, err
+	}
 	if err := s.restore(); err != nil {
 		cancel()
 		return nil, err
@@ -179,6 +194,9 @@ func (s *Server) Close() error {
 	wg.Wait()
 	s.pool.close()
 	s.idleStops.Wait()
+	if s.tempWorkDir {
+		os.RemoveAll(s.workDir)
+	}
 	return errors.Join(errs...)
 }
 

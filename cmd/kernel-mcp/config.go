@@ -48,6 +48,13 @@ type config struct {
 	StartTimeout   time.Duration
 	InterruptGrace time.Duration
 
+	// Sandbox runs every kernel under bubblewrap (Linux only);
+	// SandboxAllow are more paths it may read, SandboxNetwork keeps the
+	// network.
+	Sandbox        bool
+	SandboxAllow   []string
+	SandboxNetwork bool
+
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
 	NoStateDir bool
@@ -92,6 +99,52 @@ var settings = []setting{
 	{"idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "0", "seconds a kernel may run nothing before it is shut down (history kept); 0 means never"},
 	{"start-timeout", "KERNEL_MCP_START_TIMEOUT", "60", "seconds a kernel may take to start before it is given up"},
 	{"interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "5", "seconds an interrupted kernel gets to stop before it is restarted"},
+	// issue 12: confinement.
+	{"sandbox", "KERNEL_MCP_SANDBOX", "false", "run every kernel under bubblewrap: no network, own PID namespace, read-only filesystem but the session's cwd, home hidden; Linux only"},
+	{"sandbox-allow", "KERNEL_MCP_SANDBOX_ALLOW", "none", "with --sandbox, an absolute path the kernels (and the tools) may read; repeat the flag, or separate paths with ':' in the variable"},
+	{"sandbox-network", "KERNEL_MCP_SANDBOX_NETWORK", "false", "with --sandbox, keep the network (install_package needs it)"},
+}
+
+// boolSettings are the settings that are switches: "--sandbox" alone means
+// true, and the values are true/false, 1/0, yes/no, on/off.
+var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true}
+
+// listSettings are the settings that may be repeated on the command line;
+// their values are joined with listSep.
+var listSettings = map[string]bool{"sandbox-allow": true}
+
+const listSep = ":"
+
+// flagValue is a setting's raw value on the command line. A switch needs no
+// argument; a list setting collects every occurrence.
+type flagValue struct {
+	s          string
+	bool, list bool
+}
+
+func (v *flagValue) String() string { return v.s }
+
+func (v *flagValue) Set(s string) error {
+	if v.list && v.s != "" {
+		v.s += listSep + s
+	} else {
+		v.s = s
+	}
+	return nil
+}
+
+// IsBoolFlag lets a switch be given without a value.
+func (v *flagValue) IsBoolFlag() bool { return v.bool }
+
+// parseSwitch reads a switch's value; "" is false.
+func parseSwitch(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "", "0", "false", "no", "off":
+		return false, nil
+	case "1", "true", "yes", "on":
+		return true, nil
+	}
+	return false, invalid(name, v, "want true or false")
 }
 
 // maxPoolSize bounds --pool-size: each warm kernel is a Python process of
@@ -129,9 +182,10 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	fs := flag.NewFlagSet("kernel-mcp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	values := make(map[string]*string, len(settings))
+	values := make(map[string]*flagValue, len(settings))
 	for _, s := range settings {
-		values[s.flag] = fs.String(s.flag, "", s.help)
+		values[s.flag] = &flagValue{bool: boolSettings[s.flag], list: listSettings[s.flag]}
+		fs.Var(values[s.flag], s.flag, s.help)
 	}
 	fs.BoolVar(&cfg.Version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -153,7 +207,7 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	// (even empty, which selects the default), else the env var, else "".
 	get := func(name string) string {
 		if setOnCommandLine[name] {
-			return strings.TrimSpace(*values[name])
+			return strings.TrimSpace(values[name].s)
 		}
 		return strings.TrimSpace(getenv(settingFor(name).env))
 	}
@@ -316,7 +370,43 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 		}
 		cfg.InterruptGrace = d
 	}
+	if err := parseSandbox(&cfg, goos, get); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
+}
+
+// parseSandbox reads the confinement settings (issue 12).
+func parseSandbox(cfg *config, goos string, get func(string) string) error {
+	var err error
+	if cfg.Sandbox, err = parseSwitch("sandbox", get("sandbox")); err != nil {
+		return err
+	}
+	if cfg.SandboxNetwork, err = parseSwitch("sandbox-network", get("sandbox-network")); err != nil {
+		return err
+	}
+	if v := get("sandbox-allow"); v != "" {
+		for _, p := range strings.Split(v, listSep) {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			if !isAbs(goos, p) {
+				return invalid("sandbox-allow", p, "want an absolute path")
+			}
+			cfg.SandboxAllow = append(cfg.SandboxAllow, filepath.Clean(p))
+		}
+	}
+	if cfg.Sandbox && goos != "linux" {
+		return invalid("sandbox", get("sandbox"), "the sandbox uses bubblewrap, which is Linux-only; this is "+goos)
+	}
+	if !cfg.Sandbox && (cfg.SandboxNetwork || len(cfg.SandboxAllow) > 0) {
+		name := "sandbox-network"
+		if len(cfg.SandboxAllow) > 0 {
+			name = "sandbox-allow"
+		}
+		return invalid(name, get(name), "has no effect without --sandbox / KERNEL_MCP_SANDBOX")
+	}
+	return nil
 }
 
 // parseBytes parses a non-negative byte count with an optional binary

@@ -94,7 +94,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer ln.Close()
 	}
 
+	sandbox, err := sandboxOptions(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitError
+	}
 	srv, err := mcpserver.New(mcpserver.Config{
+		Sandbox:        sandbox,
 		Python:         cfg.Python,
 		Kernel:         cfg.Kernel,
 		Timeout:        cfg.Timeout,
