@@ -80,6 +80,10 @@ type Config struct {
 	// and confines the paths the tools read and write: see confine.go.
 	// Sessions without a cwd then work in StateDir/work.
 	Sandbox *kernel.SandboxOptions
+	// SharedLimit, when set, bounds the running kernels of every server
+	// that shares it (one server per user): MaxSessions is then each
+	// server's own limit. See NewKernelLimit.
+	SharedLimit *KernelLimit
 }
 
 func (c *Config) setDefaults() {
@@ -118,8 +122,9 @@ type Server struct {
 	cancel        context.CancelFunc
 
 	// limitMu serializes the MaxSessions check with marking the session
-	// as starting, so two starts cannot both take the last place.
-	limitMu sync.Mutex
+	// as starting, so two starts cannot both take the last place. It is
+	// Config.SharedLimit's when servers share one.
+	limitMu *sync.Mutex
 	// idleStops counts idle-timer callbacks at work; Close waits for them.
 	idleStops sync.WaitGroup
 
@@ -153,6 +158,10 @@ func New(cfg Config) (*Server, error) {
 			return nil
 		},
 	})
+	s.limitMu = new(sync.Mutex)
+	if cfg.SharedLimit != nil {
+		s.limitMu = cfg.SharedLimit.join(s)
+	}
 	s.addTools()
 	s.addDataTools()
 	if err := s.initSandbox(); err != nil {

@@ -301,6 +301,9 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 // checkKernelLimit fails when starting a kernel for self would run more
 // kernels than Config.MaxSessions allows. Call with s.limitMu held.
 func (s *Server) checkKernelLimit(self *Session) error {
+	if err := s.cfg.SharedLimit.check(s, self); err != nil {
+		return err
+	}
 	if s.cfg.MaxSessions <= 0 {
 		return nil
 	}

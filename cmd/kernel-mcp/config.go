@@ -54,6 +54,11 @@ type config struct {
 	Sandbox        bool
 	SandboxAllow   []string
 	SandboxNetwork bool
+	// TokensFile names one user per line (name and token); each user has
+	// sessions of their own. MaxSessionsPerUser bounds each user's
+	// running kernels; MaxSessions then bounds all users' together.
+	TokensFile         string
+	MaxSessionsPerUser int
 
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
@@ -103,6 +108,8 @@ var settings = []setting{
 	{"sandbox", "KERNEL_MCP_SANDBOX", "false", "run every kernel under bubblewrap: no network, own PID namespace, read-only filesystem but the session's cwd, home hidden; Linux only"},
 	{"sandbox-allow", "KERNEL_MCP_SANDBOX_ALLOW", "none", "with --sandbox, an absolute path the kernels (and the tools) may read; repeat the flag, or separate paths with ':' in the variable"},
 	{"sandbox-network", "KERNEL_MCP_SANDBOX_NETWORK", "false", "with --sandbox, keep the network (install_package needs it)"},
+	{"tokens-file", "KERNEL_MCP_TOKENS_FILE", "none", "HTTP only: a file of 'name token' lines (mode 600), one per user; each user has their own sessions, history and state folder"},
+	{"max-sessions-per-user", "KERNEL_MCP_MAX_SESSIONS_PER_USER", "0", "with --tokens-file, most running kernels per user; 0 means unlimited (--max-sessions then counts all users)"},
 }
 
 // boolSettings are the settings that are switches: "--sandbox" alone means
@@ -373,7 +380,32 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	if err := parseSandbox(&cfg, goos, get); err != nil {
 		return config{}, err
 	}
+	if err := parseUsers(&cfg, get); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
+}
+
+// parseUsers reads the multi-user settings (issue 12).
+func parseUsers(cfg *config, get func(string) string) error {
+	cfg.TokensFile = get("tokens-file")
+	if v := get("max-sessions-per-user"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return invalid("max-sessions-per-user", v, "want a non-negative integer (0 means unlimited)")
+		}
+		cfg.MaxSessionsPerUser = n
+	}
+	switch {
+	case cfg.TokensFile == "" && cfg.MaxSessionsPerUser > 0:
+		return invalid("max-sessions-per-user", get("max-sessions-per-user"), "has no effect without --tokens-file / KERNEL_MCP_TOKENS_FILE")
+	case cfg.TokensFile == "":
+	case !cfg.isHTTP():
+		return invalid("tokens-file", cfg.TokensFile, "users are told apart by their HTTP bearer tokens: use --transport streamable-http or sse")
+	case cfg.Token != "":
+		return invalid("tokens-file", cfg.TokensFile, "give --token / KERNEL_MCP_TOKEN (one user) or a tokens file (several), not both")
+	}
+	return nil
 }
 
 // parseSandbox reads the confinement settings (issue 12).

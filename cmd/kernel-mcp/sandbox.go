@@ -26,6 +26,9 @@ func sandboxOptions(cfg config) (*kernel.SandboxOptions, error) {
 	if cfg.StateDir != "" {
 		o.Hide = append(o.Hide, cfg.StateDir)
 	}
+	if cfg.TokensFile != "" {
+		o.Hide = append(o.Hide, cfg.TokensFile)
+	}
 	if err := kernel.CheckSandbox(*o); err != nil {
 		return nil, err
 	}
