@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +22,9 @@ type process struct {
 	exited chan struct{} // closed once Wait returned
 	state  *os.ProcessState
 	err    error // Wait's error
+	// handles are what the kernel inherits to see the server die and to be
+	// interrupted on Windows (launch_windows.go); empty elsewhere.
+	handles platformHandles
 	// sandboxed: the process is bwrap, which exits with the kernel's exit
 	// status, or 128+n when the kernel was killed by signal n.
 	sandboxed bool
@@ -38,14 +40,19 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(env, "JPY_PARENT_PID="+strconv.Itoa(os.Getpid()))
+	cmd.Env = env
 	p := &process{cmd: cmd, output: newTailBuffer(16 << 10), exited: make(chan struct{})}
 	cmd.Stdout = p.output
 	cmd.Stderr = p.output
 	// A child the kernel started may keep the output pipe open after the
 	// kernel exits; do not let it hold up Wait.
 	cmd.WaitDelay = time.Second
-	setProcAttr(cmd)
+	// The platform's way for the kernel to see its parent die and to be
+	// interrupted: JPY_PARENT_PID and signals on Unix, inherited handles
+	// on Windows.
+	if err := p.setProcAttr(); err != nil {
+		return nil, fmt.Errorf("kernel: start %s: %w", argv[0], err)
+	}
 
 	started := make(chan error, 1)
 	go func() {
@@ -53,13 +60,16 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 		// The thread is never unlocked: it ends with this goroutine, after
 		// the kernel has exited.
 		if err := cmd.Start(); err != nil {
+			p.releaseHandles()
 			started <- err
 			return
 		}
 		p.pid = cmd.Process.Pid
+		p.startedHandles()
 		started <- nil
 		p.err = cmd.Wait()
 		p.state = cmd.ProcessState
+		p.releaseHandles()
 		close(p.exited)
 	}()
 	if err := <-started; err != nil {

@@ -37,9 +37,6 @@ type SandboxOptions struct {
 	Bwrap string
 }
 
-// bwrapPackage names what to install, for errors about a missing bwrap.
-const bwrapPackage = "install the Debian/Ubuntu package bubblewrap (apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
-
 // ErrSandboxUnsupported is returned by Start and CheckSandbox on systems
 // other than Linux.
 var ErrSandboxUnsupported = errors.New("kernel: the sandbox (bubblewrap) is Linux-only")

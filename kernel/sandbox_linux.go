@@ -8,6 +8,9 @@ import (
 	"sync"
 )
 
+// bwrapPackage names what to install, for errors about a missing bwrap.
+const bwrapPackage = "install the Debian/Ubuntu package bubblewrap (apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+
 // sandboxChecked remembers the bwrap binaries (and network settings) that
 // have created a sandbox here, so only the first Start pays for the check.
 var sandboxChecked sync.Map
