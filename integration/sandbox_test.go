@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
@@ -76,8 +78,14 @@ func TestSandbox(t *testing.T) {
 
 	s := startServerEnv(t, []string{"HOME=" + home}, "--sandbox", "--sandbox-allow", allowed, "--timeout", "60")
 	const sid = "box"
+	// The warm pool works for sandboxed kernels: the session takes the
+	// pool's kernel.
+	warm := s.waitPool(1).Pids[0]
 	if _, out := s.run(sid, "x = 41\nimport os\nos.getcwd()"); out.Status != "ok" || !strings.Contains(out.Result, "/work") {
 		t.Fatalf("first run: %+v", out)
+	}
+	if got := s.pidOf(sid); got != warm {
+		t.Errorf("the session runs pid %d, not the warm sandboxed kernel %d", got, warm)
 	}
 	stateKept := func(after string) {
 		t.Helper()
@@ -178,6 +186,51 @@ func TestSandbox(t *testing.T) {
 	if _, out := s.run(sid, "'x' in globals()"); out.Result != "False" {
 		t.Fatalf("after death: %+v", out)
 	}
+
+	// The kernels inside the sandboxes (not only bwrap) end with the server.
+	var procs []int
+	for _, pid := range append(s.waitPool(1).Pids, s.pidOf(sid)) {
+		procs = append(procs, descendants(pid)...)
+	}
+	if len(procs) < 4 {
+		t.Fatalf("bwrap, its init and the kernel: found only %v", procs)
+	}
+	s.close()
+	for _, pid := range procs {
+		if !waitGone(t, pid, 20*time.Second) {
+			t.Errorf("process %d of a sandbox outlived the server", pid)
+		}
+	}
+}
+
+// descendants returns pid and every process below it.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) >= 2 {
+			parent[n], _ = strconv.Atoi(f[1])
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		for c, p := range parent {
+			if p == out[i] {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // containsAny reports whether s is one of names.

@@ -131,6 +131,11 @@ func (ss *Session) confine(abs, base string, access pathAccess) error {
 	if err != nil {
 		return fmt.Errorf("path %s: %v", abs, err)
 	}
+	// A session restored from an unsandboxed run may have its cwd
+	// anywhere: it is no root to write in.
+	if _, err := ss.srv.kernelDir(ss.choice); err != nil {
+		return err
+	}
 	if rb, err := filepath.EvalSymlinks(base); err == nil && within(real, rb) {
 		return nil
 	}

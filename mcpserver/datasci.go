@@ -500,7 +500,7 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 	want := max(in.Index, 1)
 	path, err := ss.resolvePath(in.Path, writePath)
 	if err != nil {
-		return errResult[SaveFigureOutput]("save_figure needs a path: %v", err)
+		return errResult[SaveFigureOutput]("save_figure: %v", err)
 	}
 	ss.mu.Lock()
 	hist := slices.Clone(ss.hist)
@@ -631,7 +631,7 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 	}
 	path, err := ss.resolvePath(in.Path, readPath)
 	if err != nil {
-		return errResult[RunOutput]("load_data needs a path: %v", err)
+		return errResult[RunOutput]("load_data: %v", err)
 	}
 	if st, err := os.Stat(path); err != nil {
 		return errResult[RunOutput]("cannot load %s: %v", path, errors.Unwrap(err))

@@ -349,7 +349,7 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 	}
 	path, err := ss.resolvePath(in.Path, writePath)
 	if err != nil {
-		return errResult[ExportOutput]("%s needs a path: %v", what, err)
+		return errResult[ExportOutput]("cannot write the %s: %v", what, err)
 	}
 	entries, first := ss.slice(in.Start, in.End)
 	data, err := render(entries, first, ss)

@@ -225,7 +225,7 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	}
 	path, err := ss.resolvePath(in.Path, readPath)
 	if err != nil {
-		return errResult[RunOutput]("run_file needs a path: %v", err)
+		return errResult[RunOutput]("run_file: %v", err)
 	}
 	st, err := os.Stat(path)
 	if err != nil {

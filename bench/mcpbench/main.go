@@ -142,6 +142,12 @@ func main() {
 	log("kernel-mcp over stdio")
 	all = append(all, benchOurs(bin, py))
 
+	var sandbox *sandboxResult
+	if *flagSandbox {
+		log("kernels under --sandbox and unconfined")
+		sandbox = benchSandbox(bin, py)
+	}
+
 	if *flagPeers {
 		for _, p := range peers {
 			log("peer %s", p.name)
@@ -150,6 +156,7 @@ func main() {
 	}
 
 	report(os.Stdout, all, py, time.Since(started))
+	reportSandbox(os.Stdout, sandbox)
 	if *flagJSON != "" {
 		b, _ := json.MarshalIndent(all, "", "  ")
 		if err := os.WriteFile(*flagJSON, b, 0o644); err != nil {
