@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -172,21 +173,12 @@ func interpreterPrefixes(argv0 string, hidden []string) []string {
 	for _, c := range cands {
 		prefix := filepath.Dir(filepath.Dir(c))
 		for _, h := range hidden {
-			if strings.HasPrefix(prefix, h+"/") && !contains(out, prefix) {
+			if strings.HasPrefix(prefix, h+"/") && !slices.Contains(out, prefix) {
 				out = append(out, prefix)
 			}
 		}
 	}
 	return out
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // filterEnv drops the server's own secrets from the kernel's environment.

@@ -101,3 +101,19 @@ func TestSandboxMissingBwrap(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 }
+
+// A bwrap that cannot create namespaces (here a stand-in that fails as
+// bwrap does when unprivileged user namespaces are off) is one line
+// saying so, with bwrap's own words.
+func TestSandboxNoNamespaces(t *testing.T) {
+	fake := t.TempDir() + "/bwrap"
+	script := "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckSandbox(SandboxOptions{Bwrap: fake})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "cannot create the sandbox here") ||
+		!strings.Contains(err.Error(), "No permissions to creating new namespace") || !strings.Contains(err.Error(), "user namespaces") {
+		t.Fatalf("CheckSandbox: %v", err)
+	}
+}

@@ -133,6 +133,12 @@ func main() {
 	started := time.Now()
 	var all []*result
 
+	if *flagSandboxOnly {
+		log("kernels under --sandbox and unconfined")
+		reportSandbox(os.Stdout, benchSandbox(bin, py))
+		return
+	}
+
 	log("kernel package, direct")
 	all = append(all, benchKernel(py, false), benchKernel(py, true))
 

@@ -14,6 +14,8 @@ import (
 
 var flagSandbox = flag.Bool("sandbox", true, "also measure kernels under --sandbox next to unconfined ones (Linux, needs bwrap)")
 
+var flagSandboxOnly = flag.Bool("sandbox-only", false, "measure only kernels under --sandbox next to unconfined ones")
+
 // sandboxFigures are one configuration's figures: the kernel package's
 // start to ready, and through the binary the `1+1` tool call and the
 // create-to-first-result, cold and from the warm pool.
