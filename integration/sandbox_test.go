@@ -77,6 +77,9 @@ func TestSandbox(t *testing.T) {
 	t.Cleanup(func() { ln.Close() })
 
 	s := startServerEnv(t, []string{"HOME=" + home}, "--sandbox", "--sandbox-allow", allowed, "--timeout", "60")
+	if ir := s.cs.InitializeResult(); ir == nil || !strings.Contains(ir.Instructions, "sandbox: files can be written only in the session's working directory") {
+		t.Errorf("the instructions do not tell the assistant about the sandbox: %+v", ir)
+	}
 	const sid = "box"
 	// The warm pool works for sandboxed kernels: the session takes the
 	// pool's kernel.

@@ -185,6 +185,20 @@ func within(p, root string) bool {
 	return strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
+// sandboxInstructions tells the assistant, in the server's instructions,
+// what the sandbox allows, so it does not spend calls finding out.
+func sandboxInstructions(cfg Config) string {
+	if cfg.Sandbox == nil {
+		return ""
+	}
+	net := "Code has no network (install_package cannot work)"
+	if cfg.Sandbox.Network {
+		net = "Code has the network, but the interpreter is read-only"
+	}
+	return "\nThis server runs code in a sandbox: files can be written only in the session's working directory (the default one is shared by sessions without a cwd), " +
+		"the home directory is empty, the rest of the filesystem is read-only. " + net + ". Tools' paths must lie in the working directory."
+}
+
 // sandboxInstallError is why install_package cannot work under the
 // sandbox: pip needs the network, which the kernel does not have.
 func (s *Server) sandboxInstallError() error {

@@ -145,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, sessions: make(map[string]*Session), ctx: ctx, cancel: cancel, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructions + sandboxInstructions(cfg),
 		Logger:       cfg.Logger,
 		// The SDK tracks subscribers itself; the count here only spares
 		// every run a notification pass (and a log line) when nobody listens.
