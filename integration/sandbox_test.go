@@ -260,3 +260,50 @@ func TestSandboxWithoutBwrap(t *testing.T) {
 		t.Fatalf("want one line naming the package, got:\n%s", msg)
 	}
 }
+
+// With --tokens-file and --sandbox, users are kept out of each other's
+// files too: each kernel sees only its own user's work directory, and the
+// tools refuse the other's paths.
+func TestSandboxedUsersApart(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	const aliceToken, bobToken = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("alice "+aliceToken+"\nbob "+bobToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	url := startHTTPServer(t, "--sandbox", "--tokens-file", tokens, "--state-dir", state, "--pool-size", "0")
+	alice := connectUser(t, url, aliceToken)
+	bob := connectUser(t, url, bobToken)
+	aliceFile := filepath.Join(state, "users", "alice", "work", "notes.txt")
+	if res := alice.call("run_code", map[string]any{"code": "open('notes.txt', 'w').write('alice only')"}); res.IsError {
+		t.Fatal(text(res))
+	}
+	if b, err := os.ReadFile(aliceFile); err != nil || string(b) != "alice only" {
+		t.Fatalf("alice's file: %q, %v", b, err)
+	}
+	for _, code := range []string{
+		fmt.Sprintf("open(%q).read()", aliceFile),
+		fmt.Sprintf("open(%q).read()", tokens),
+	} {
+		res := bob.call("run_code", map[string]any{"code": code})
+		if out := structured[runOutput](t, res); out.Error == nil || strings.Contains(text(res), "alice only") || strings.Contains(text(res), aliceToken) {
+			t.Errorf("bob ran %s: %s", code, text(res))
+		}
+	}
+	// The users folder shows bob only his own.
+	if res := bob.call("run_code", map[string]any{"code": fmt.Sprintf("import os; os.listdir(%q)", filepath.Join(state, "users"))}); text(res) != "['bob']" {
+		t.Errorf("bob lists the users folder: %s", text(res))
+	}
+	if res := bob.call("load_data", map[string]any{"path": aliceFile}); !res.IsError || !strings.Contains(text(res), "outside") {
+		t.Errorf("bob's load_data of alice's file: %s", text(res))
+	}
+	if res := bob.call("export_history", map[string]any{"path": aliceFile}); !res.IsError || !strings.Contains(text(res), "outside") {
+		t.Errorf("bob's export_history over alice's file: %s", text(res))
+	}
+	if b, _ := os.ReadFile(aliceFile); string(b) != "alice only" {
+		t.Errorf("alice's file changed: %q", b)
+	}
+}
