@@ -142,8 +142,8 @@ func ReadConnectionFile(path string) (ConnectionInfo, error) {
 	if ci.Transport == "" {
 		ci.Transport = "tcp"
 	}
-	if ci.Transport != "tcp" {
-		return ConnectionInfo{}, fmt.Errorf("kernel: connection file %s: transport %q is not supported (only tcp)", path, ci.Transport)
+	if ci.Transport != "tcp" && ci.Transport != "ipc" {
+		return ConnectionInfo{}, fmt.Errorf("kernel: connection file %s: transport %q is not supported (only tcp and ipc)", path, ci.Transport)
 	}
 	if ci.IP == "" || ci.ShellPort == 0 || ci.IOPubPort == 0 || ci.StdinPort == 0 || ci.ControlPort == 0 || ci.HBPort == 0 {
 		return ConnectionInfo{}, fmt.Errorf("kernel: connection file %s lacks an ip or a port", path)
@@ -155,8 +155,12 @@ func ReadConnectionFile(path string) (ConnectionInfo, error) {
 // (see transport.go). Benchmarks switch it to plain "tcp" to measure the gain.
 var endpointScheme = bufferedTCP
 
-// endpoint returns the zmq4 address of one port.
+// endpoint returns the zmq4 address of one port. For transport ipc the IP
+// is a path prefix and the port a suffix, as ipykernel binds them.
 func (ci ConnectionInfo) endpoint(port int) string {
+	if ci.Transport == "ipc" {
+		return "ipc://" + ci.IP + "-" + strconv.Itoa(port)
+	}
 	return endpointScheme + "://" + net.JoinHostPort(ci.IP, strconv.Itoa(port))
 }
 

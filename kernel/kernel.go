@@ -22,6 +22,7 @@ import (
 	"log"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -76,6 +77,10 @@ type Options struct {
 	// whoever else uses it. Kernels this package started are always shut
 	// down.
 	DetachOnClose bool
+	// Sandbox, when set, runs the kernel under bubblewrap (Linux only; see
+	// SandboxOptions). Dir is then required: it is the one directory the
+	// kernel can write.
+	Sandbox *SandboxOptions
 }
 
 // ipykernelArgs tune ipykernel for a client that waits for both the
@@ -185,6 +190,19 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 	if opts.MemoryLimit > 0 && !memoryLimitSupported {
 		return nil, fmt.Errorf("kernel: a memory limit is only supported on Linux, not %s", runtime.GOOS)
 	}
+	if opts.Sandbox != nil {
+		if err := CheckSandbox(*opts.Sandbox); err != nil {
+			return nil, err
+		}
+		if opts.Dir == "" {
+			return nil, errors.New("kernel: a sandboxed kernel needs a working directory (Options.Dir): it is the one directory the kernel can write")
+		}
+		dir, err := filepath.Abs(opts.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("kernel: sandbox working directory: %w", err)
+		}
+		opts.Dir = dir
+	}
 	k := &Kernel{opts: opts, session: uuid.NewString()}
 	if opts.Gateway != nil {
 		if opts.MemoryLimit > 0 {
@@ -218,16 +236,25 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	// random port) can take one before the kernel binds it, and the kernel
 	// then dies, or our dial meets a stranger. Other kernels get ports we
 	// pick.
-	ownPorts := isIPyKernel(k.opts.Spec.Argv)
-	ci, err := newConnectionInfo(!ownPorts)
-	if err != nil {
-		return nil, err
-	}
-	ci.KernelName = k.opts.Spec.Name
+	// A sandboxed kernel has a loopback of its own: it listens on ipc
+	// sockets in its runtime dir instead, which is bound into the sandbox.
+	sandbox := k.opts.Sandbox
+	ownPorts := isIPyKernel(k.opts.Spec.Argv) && sandbox == nil
 	dir, err := newRuntimeDir()
 	if err != nil {
 		return nil, err
 	}
+	var ci ConnectionInfo
+	if sandbox != nil {
+		ci, err = ipcConnectionInfo(dir.path)
+	} else {
+		ci, err = newConnectionInfo(!ownPorts)
+	}
+	if err != nil {
+		dir.Remove()
+		return nil, err
+	}
+	ci.KernelName = k.opts.Spec.Name
 	file, err := dir.writeConnectionFile(ci)
 	if err != nil {
 		dir.Remove()
@@ -244,17 +271,22 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	if !k.opts.StockIPyKernel && isIPyKernel(argv) {
 		argv = append(argv, ipykernelArgs...)
 	}
+	env = filterEnv(env)
+	if sandbox != nil {
+		argv = bwrapArgv(k.sandboxPlan(dir.path, argv), argv)
+	}
 	proc, err := startProcess(argv, k.opts.Dir, env)
 	if err != nil {
 		dir.Remove()
 		return nil, err
 	}
+	proc.sandboxed = sandbox != nil
 	g := &generation{proc: proc, dir: dir, ci: ci, file: file, died: make(chan struct{})}
 	fail := func(err error) (*generation, error) {
 		k.stopGeneration(g, 0)
 		return nil, err
 	}
-	if k.opts.MemoryLimit > 0 {
+	if k.opts.MemoryLimit > 0 && sandbox == nil {
 		if err := setMemoryLimit(proc.pid, k.opts.MemoryLimit); err != nil {
 			return fail(fmt.Errorf("kernel: setting the memory limit of %d bytes on pid %d: %w", k.opts.MemoryLimit, proc.pid, err))
 		}
@@ -916,7 +948,8 @@ func (k *Kernel) Inspect(ctx context.Context, code string, cursorPos, detailLeve
 
 // Interrupt interrupts the running code; the kernel keeps its namespace. A
 // kernel whose interrupt_mode is "signal" gets SIGINT (its process group, on
-// Unix); otherwise, or on Windows, or when attached, an interrupt_request.
+// Unix); otherwise, or on Windows, or when attached or sandboxed, an
+// interrupt_request.
 func (k *Kernel) Interrupt(ctx context.Context) error {
 	g, err := k.current()
 	if err != nil {
@@ -932,7 +965,9 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 	if g.gw != nil {
 		return g.gw.client.interrupt(ctx, g.gw.id)
 	}
-	if g.proc != nil && canSignalInterrupt && k.opts.Spec.InterruptMode != "message" {
+	// A sandboxed kernel's pid is in a namespace of its own: the process
+	// we could signal is bwrap, so it is interrupted by message.
+	if g.proc != nil && canSignalInterrupt && k.opts.Spec.InterruptMode != "message" && k.opts.Sandbox == nil {
 		if err := g.proc.interrupt(); err != nil {
 			return fmt.Errorf("kernel: interrupt: %w", err)
 		}
@@ -1104,3 +1139,28 @@ func (k *Kernel) killGeneration(g *generation) {
 
 // Env returns a copy of the extra environment the kernel was started with.
 func (k *Kernel) Env() map[string]string { return maps.Clone(k.opts.Env) }
+
+// sandboxPlan gathers from the host what the bwrap command line of this
+// kernel needs.
+func (k *Kernel) sandboxPlan(runtimeDir string, argv []string) sandboxPlan {
+	o := *k.opts.Sandbox
+	hidden := hostHidden(runtimeDir)
+	p := sandboxPlan{opts: o, dir: k.opts.Dir, runtimeDir: runtimeDir, hideDirs: hidden}
+	for _, h := range o.Hide {
+		h = filepath.Clean(h)
+		st, err := os.Stat(h)
+		switch {
+		case err != nil:
+			// Nothing there to hide.
+		case st.IsDir():
+			p.hideDirs = append(p.hideDirs, h)
+		default:
+			p.hideFiles = append(p.hideFiles, h)
+		}
+	}
+	p.interp = interpreterPrefixes(argv[0], p.hideDirs)
+	if k.opts.MemoryLimit > 0 {
+		p.memoryKB = max(k.opts.MemoryLimit/1024, 1)
+	}
+	return p
+}

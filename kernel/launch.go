@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +29,12 @@ type process struct {
 	// is sent once reaped is set.
 	sigMu  sync.Mutex
 	reaped bool
+	// handles are what the kernel inherits to see the server die and to be
+	// interrupted on Windows (launch_windows.go); empty elsewhere.
+	handles platformHandles
+	// sandboxed: the process is bwrap, which exits with the kernel's exit
+	// status, or 128+n when the kernel was killed by signal n.
+	sandboxed bool
 }
 
 // startProcess starts argv. The start and the wait run on one goroutine
@@ -42,14 +47,19 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(env, "JPY_PARENT_PID="+strconv.Itoa(os.Getpid()))
+	cmd.Env = env
 	p := &process{cmd: cmd, output: newTailBuffer(16 << 10), exited: make(chan struct{})}
 	cmd.Stdout = p.output
 	cmd.Stderr = p.output
 	// A child the kernel started may keep the output pipe open after the
 	// kernel exits; do not let it hold up Wait.
 	cmd.WaitDelay = time.Second
-	setProcAttr(cmd)
+	// The platform's way for the kernel to see its parent die and to be
+	// interrupted: JPY_PARENT_PID and signals on Unix, inherited handles
+	// on Windows.
+	if err := p.setProcAttr(); err != nil {
+		return nil, fmt.Errorf("kernel: start %s: %w", argv[0], err)
+	}
 
 	started := make(chan error, 1)
 	go func() {
@@ -57,10 +67,12 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 		// The thread is never unlocked: it ends with this goroutine, after
 		// the kernel has exited.
 		if err := cmd.Start(); err != nil {
+			p.releaseHandles()
 			started <- err
 			return
 		}
 		p.pid = cmd.Process.Pid
+		p.startedHandles()
 		started <- nil
 		// Where the platform lets us see the exit before the reap, what
 		// the kernel left in its process group is killed then, while the
@@ -71,6 +83,7 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 		p.reaped = true
 		p.sigMu.Unlock()
 		p.state = cmd.ProcessState
+		p.releaseHandles()
 		close(p.exited)
 	}()
 	if err := <-started; err != nil {
@@ -94,6 +107,11 @@ func (p *process) diedError() *DiedError {
 		if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			d.SignalNo = int(ws.Signal())
 			d.Signal = ws.Signal().String()
+		}
+		if p.sandboxed && d.SignalNo == 0 && d.ExitCode > 128 && d.ExitCode < 128+65 {
+			d.SignalNo = d.ExitCode - 128
+			d.Signal = syscall.Signal(d.SignalNo).String()
+			d.ExitCode = -1
 		}
 	}
 	return d

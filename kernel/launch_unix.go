@@ -4,17 +4,28 @@ package kernel
 
 import (
 	"os"
-	"os/exec"
+	"strconv"
 	"syscall"
 )
 
 // setProcAttr puts the kernel in its own process group, so an interrupt or a
 // kill reaches the processes it started too, and a Ctrl-C in the server's
-// terminal does not reach the kernel.
-func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setParentDeathSignal(cmd.SysProcAttr)
+// terminal does not reach it. JPY_PARENT_PID makes ipykernel exit when it
+// is re-parented (the server died) where there is no parent-death signal.
+func (p *process) setProcAttr() error {
+	p.cmd.Env = append(p.cmd.Env, "JPY_PARENT_PID="+strconv.Itoa(os.Getpid()))
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(p.cmd.SysProcAttr)
+	return nil
 }
+
+// platformHandles is empty on Unix: the kernel inherits no handles.
+type platformHandles struct{}
+
+// startedHandles and releaseHandles have nothing to release on Unix.
+func (p *process) startedHandles() {}
+func (p *process) releaseHandles() { p.handles = platformHandles{} }
+
 
 // signalGroup sends sig to the kernel's whole process group, unless the
 // leader has been reaped: its pid, the group's id, may then name another

@@ -503,9 +503,9 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 		return errResult[SaveFigureOutput]("index counts back from the latest image: 1 (the default) or more, not %d", in.Index)
 	}
 	want := max(in.Index, 1)
-	path, err := ss.resolvePath(in.Path)
+	path, err := ss.resolvePath(in.Path, writePath)
 	if err != nil {
-		return errResult[SaveFigureOutput]("save_figure needs a path: %v", err)
+		return errResult[SaveFigureOutput]("save_figure: %v", err)
 	}
 	// In its turn: a figure of a plot_data sent just before is saved, not
 	// the one before it.
@@ -640,9 +640,9 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	path, err := ss.resolvePath(in.Path)
+	path, err := ss.resolvePath(in.Path, readPath)
 	if err != nil {
-		return errResult[RunOutput]("load_data needs a path: %v", err)
+		return errResult[RunOutput]("load_data: %v", err)
 	}
 	if st, err := os.Stat(path); err != nil {
 		return errResult[RunOutput]("cannot load %s: %v", path, errors.Unwrap(err))

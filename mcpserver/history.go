@@ -361,9 +361,9 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 	if err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
-	path, err := ss.resolvePath(in.Path)
+	path, err := ss.resolvePath(in.Path, writePath)
 	if err != nil {
-		return errResult[ExportOutput]("%s needs a path: %v", what, err)
+		return errResult[ExportOutput]("cannot write the %s: %v", what, err)
 	}
 	entries, first := ss.slice(in.Start, in.End)
 	data, err := render(entries, first, ss)

@@ -264,7 +264,7 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	path, err := ss.resolvePath(in.Path)
+	path, err := ss.resolvePath(in.Path, readPath)
 	if err != nil {
 		return errResult[RunOutput]("run_notebook needs a path: %v", err)
 	}

@@ -15,11 +15,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,6 +87,14 @@ type Config struct {
 	Version string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// Sandbox, when set, runs every kernel under bubblewrap (Linux only)
+	// and confines the paths the tools read and write: see confine.go.
+	// Sessions without a cwd then work in StateDir/work.
+	Sandbox *kernel.SandboxOptions
+	// SharedLimit, when set, bounds the running kernels of every server
+	// that shares it (one server per user): MaxSessions is then each
+	// server's own limit. See NewKernelLimit.
+	SharedLimit *KernelLimit
 }
 
 func (c *Config) setDefaults() {
@@ -126,12 +136,18 @@ type Server struct {
 	cancel        context.CancelFunc
 
 	// limitMu serializes the MaxSessions check with marking the session
-	// as starting, so two starts cannot both take the last place.
-	limitMu sync.Mutex
+	// as starting, so two starts cannot both take the last place. It is
+	// Config.SharedLimit's when servers share one.
+	limitMu *sync.Mutex
 	// idleStops counts idle-timer callbacks at work; Close waits for them.
 	idleStops sync.WaitGroup
 	// runs counts runs not yet finished; Close waits for them to record.
 	runs sync.WaitGroup
+
+	// workDir is the sessions' default working directory under the
+	// sandbox (Config.Sandbox); tempWorkDir says Close removes it.
+	workDir     string
+	tempWorkDir bool
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -148,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, sessions: make(map[string]*Session), ctx: ctx, cancel: cancel, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructions + sandboxInstructions(cfg),
 		Logger:       cfg.Logger,
 		// The SDK tracks subscribers itself; the count here only spares
 		// every run a notification pass (and a log line) when nobody listens.
@@ -161,9 +177,17 @@ func New(cfg Config) (*Server, error) {
 			return nil
 		},
 	})
+	s.limitMu = new(sync.Mutex)
+	if cfg.SharedLimit != nil {
+		s.limitMu = cfg.SharedLimit.join(s)
+	}
 	s.addTools()
 	s.addRunTools()
 	s.addDataTools()
+	if err := s.initSandbox(); err != nil {
+		cancel()
+		return nil, err
+	}
 	if err := s.restore(); err != nil {
 		cancel()
 		return nil, err
@@ -201,6 +225,9 @@ func (s *Server) Close() error {
 	s.runs.Wait()
 	s.pool.close()
 	s.idleStops.Wait()
+	if s.tempWorkDir {
+		os.RemoveAll(s.workDir)
+	}
 	return errors.Join(errs...)
 }
 

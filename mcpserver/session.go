@@ -313,6 +313,9 @@ func (ss *Session) errDeleted() error {
 // checkKernelLimit fails when starting a kernel for self would run more
 // kernels than Config.MaxSessions allows. Call with s.limitMu held.
 func (s *Server) checkKernelLimit(self *Session) error {
+	if err := s.cfg.SharedLimit.check(s, self); err != nil {
+		return err
+	}
 	if s.cfg.MaxSessions <= 0 {
 		return nil
 	}
@@ -460,9 +463,14 @@ func (s *Server) coldStart(ctx context.Context, c kernelChoice) (*kernel.Kernel,
 	if err != nil {
 		return nil, kernelInfo{}, err
 	}
+	dir, err := s.kernelDir(c)
+	if err != nil {
+		return nil, kernelInfo{}, err
+	}
 	opts := kernel.Options{
 		Spec:           spec,
-		Dir:            c.Cwd,
+		Dir:            dir,
+		Sandbox:        s.sandboxOptions(),
 		StartTimeout:   s.cfg.StartTimeout,
 		InterruptGrace: s.cfg.InterruptGrace,
 		// An idle ipykernel obeys a shutdown_request in well under a second;
@@ -507,19 +515,24 @@ func (s *Server) resolve(ctx context.Context, c kernelChoice) (kernelspec.Spec, 
 }
 
 // resolvePath makes p absolute against the session's working directory.
-func (ss *Session) resolvePath(p string) (string, error) {
+// Under the sandbox it must also stay there (or, to read, in an allowed
+// path): see confine.
+func (ss *Session) resolvePath(p string, access pathAccess) (string, error) {
 	if p == "" {
 		return "", errors.New("path is empty")
 	}
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p), nil
+	base, err := ss.cwd()
+	if err != nil {
+		return "", err
 	}
-	base := ss.choice.Cwd
-	if base == "" {
-		var err error
-		if base, err = filepath.Abs("."); err != nil {
+	abs := filepath.Join(base, p)
+	if filepath.IsAbs(p) {
+		abs = filepath.Clean(p)
+	}
+	if ss.srv.cfg.Sandbox != nil {
+		if err := ss.confine(abs, base, access); err != nil {
 			return "", err
 		}
 	}
-	return filepath.Join(base, p), nil
+	return abs, nil
 }

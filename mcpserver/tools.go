@@ -237,9 +237,9 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	path, err := ss.resolvePath(in.Path)
+	path, err := ss.resolvePath(in.Path, readPath)
 	if err != nil {
-		return errResult[RunOutput]("run_file needs a path: %v", err)
+		return errResult[RunOutput]("run_file: %v", err)
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -410,7 +410,13 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if err := s.checkChoice(choice); err != nil {
 		return errResult[SessionInfo]("%v", err)
 	}
-	if in.Cwd != "" {
+	if in.Cwd != "" && s.cfg.Sandbox != nil {
+		cwd, err := s.sandboxCwd(in.Cwd)
+		if err != nil {
+			return errResult[SessionInfo]("%v", err)
+		}
+		in.Cwd = cwd
+	} else if in.Cwd != "" {
 		st, err := os.Stat(in.Cwd)
 		if err != nil || !st.IsDir() {
 			return errResult[SessionInfo]("cwd %q is not a directory", in.Cwd)
@@ -421,6 +427,7 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 			return errResult[SessionInfo]("cwd %q: %v", in.Cwd, err)
 		}
 	}
+	choice.Cwd = in.Cwd
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -657,6 +664,9 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 	if !requirementRE.MatchString(name) {
 		return errResult[InstallOutput]("invalid package_name %q: give a package name with optional [extras] and version, e.g. \"requests\" or \"pandas>=2,<3\"", name)
 	}
+	if err := s.sandboxInstallError(); err != nil {
+		return errResult[InstallOutput]("%v", err)
+	}
 	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[InstallOutput]("%v", err)
@@ -705,7 +715,7 @@ _kmcp_il.invalidate_caches()
 	}
 	out.Output, _ = history.CutMiddle(history.PlainText(streamText(res, "")), s.cfg.OutputLimit)
 	if out.ExitCode != 0 {
-		r := textResult(fmt.Sprintf("pip install %s failed (exit code %d):\n%s", name, out.ExitCode, out.Output))
+		r := textResult(fmt.Sprintf("pip install %s failed (exit code %d):\n%s%s", name, out.ExitCode, out.Output, s.sandboxInstallNote()))
 		r.IsError = true
 		return r, out, nil
 	}

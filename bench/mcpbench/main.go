@@ -138,6 +138,12 @@ func main() {
 	started := time.Now()
 	var all []*result
 
+	if *flagSandboxOnly {
+		log("kernels under --sandbox and unconfined")
+		reportSandbox(os.Stdout, benchSandbox(bin, py))
+		return
+	}
+
 	log("kernel package, direct")
 	all = append(all, benchKernel(py, false), benchKernel(py, true))
 
@@ -152,6 +158,12 @@ func main() {
 	log("kernel-mcp over stdio")
 	all = append(all, benchOurs(bin, py))
 
+	var sandbox *sandboxResult
+	if *flagSandbox {
+		log("kernels under --sandbox and unconfined")
+		sandbox = benchSandbox(bin, py)
+	}
+
 	if *flagPeers {
 		for _, p := range peers {
 			log("peer %s", p.name)
@@ -160,6 +172,7 @@ func main() {
 	}
 
 	report(os.Stdout, all, py, time.Since(started))
+	reportSandbox(os.Stdout, sandbox)
 	if *flagJSON != "" {
 		b, _ := json.MarshalIndent(all, "", "  ")
 		if err := os.WriteFile(*flagJSON, b, 0o644); err != nil {

@@ -55,6 +55,18 @@ type config struct {
 	GatewayURL     string // "": kernels run locally
 	GatewayToken   string
 
+	// Sandbox runs every kernel under bubblewrap (Linux only);
+	// SandboxAllow are more paths it may read, SandboxNetwork keeps the
+	// network.
+	Sandbox        bool
+	SandboxAllow   []string
+	SandboxNetwork bool
+	// TokensFile names one user per line (name and token); each user has
+	// sessions of their own. MaxSessionsPerUser bounds each user's
+	// running kernels; MaxSessions then bounds all users' together.
+	TokensFile         string
+	MaxSessionsPerUser int
+
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
 	NoStateDir bool
@@ -104,6 +116,54 @@ var settings = []setting{
 	// Remote kernels (issue 11).
 	{"gateway-url", "KERNEL_MCP_GATEWAY_URL", "none", "run kernels on this Jupyter Server, Kernel Gateway or Enterprise Gateway (http:// or https:// base URL) instead of as local processes"},
 	{"gateway-token", "KERNEL_MCP_GATEWAY_TOKEN", "none", "token for --gateway-url, sent as 'Authorization: token <token>'"},
+	// issue 12: confinement.
+	{"sandbox", "KERNEL_MCP_SANDBOX", "false", "run every kernel under bubblewrap: no network, own PID namespace, read-only filesystem but the session's cwd, home hidden; Linux only"},
+	{"sandbox-allow", "KERNEL_MCP_SANDBOX_ALLOW", "none", "with --sandbox, an absolute path the kernels (and the tools) may read; repeat the flag, or separate paths with ':' in the variable"},
+	{"sandbox-network", "KERNEL_MCP_SANDBOX_NETWORK", "false", "with --sandbox, keep the network (install_package needs it)"},
+	{"tokens-file", "KERNEL_MCP_TOKENS_FILE", "none", "HTTP only: a file of 'name token' lines (mode 600), one per user; each user has their own sessions, history and state folder"},
+	{"max-sessions-per-user", "KERNEL_MCP_MAX_SESSIONS_PER_USER", "0", "with --tokens-file, most running kernels per user; 0 means unlimited (--max-sessions then counts all users)"},
+}
+
+// boolSettings are the settings that are switches: "--sandbox" alone means
+// true, and the values are true/false, 1/0, yes/no, on/off.
+var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true}
+
+// listSettings are the settings that may be repeated on the command line;
+// their values are joined with listSep.
+var listSettings = map[string]bool{"sandbox-allow": true}
+
+const listSep = ":"
+
+// flagValue is a setting's raw value on the command line. A switch needs no
+// argument; a list setting collects every occurrence.
+type flagValue struct {
+	s          string
+	bool, list bool
+}
+
+func (v *flagValue) String() string { return v.s }
+
+func (v *flagValue) Set(s string) error {
+	if v.list && v.s != "" {
+		v.s += listSep + s
+	} else {
+		v.s = s
+	}
+	return nil
+}
+
+// IsBoolFlag lets a switch be given without a value.
+func (v *flagValue) IsBoolFlag() bool { return v.bool }
+
+// parseSwitch reads a switch's value; "" is false.
+func parseSwitch(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "", "0", "false", "no", "off":
+		return false, nil
+	case "1", "true", "yes", "on":
+		return true, nil
+	}
+	return false, invalid(name, v, "want true or false")
 }
 
 // maxPoolSize bounds --pool-size: each warm kernel is a Python process of
@@ -141,9 +201,10 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	fs := flag.NewFlagSet("kernel-mcp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	values := make(map[string]*string, len(settings))
+	values := make(map[string]*flagValue, len(settings))
 	for _, s := range settings {
-		values[s.flag] = fs.String(s.flag, "", s.help)
+		values[s.flag] = &flagValue{bool: boolSettings[s.flag], list: listSettings[s.flag]}
+		fs.Var(values[s.flag], s.flag, s.help)
 	}
 	fs.BoolVar(&cfg.Version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -165,7 +226,7 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	// (even empty, which selects the default), else the env var, else "".
 	get := func(name string) string {
 		if setOnCommandLine[name] {
-			return strings.TrimSpace(*values[name])
+			return strings.TrimSpace(values[name].s)
 		}
 		return strings.TrimSpace(getenv(settingFor(name).env))
 	}
@@ -366,7 +427,71 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	} else if cfg.GatewayToken != "" {
 		return config{}, invalid("gateway-token", "(hidden)", "needs --gateway-url")
 	}
+	if err := parseSandbox(&cfg, goos, get); err != nil {
+		return config{}, err
+	}
+	if cfg.Sandbox && cfg.GatewayURL != "" {
+		return config{}, invalid("sandbox", "true", "cannot be used with --gateway-url: the sandbox confines local kernels, and a gateway's kernels run where the gateway puts them")
+	}
+	if err := parseUsers(&cfg, get); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
+}
+
+// parseUsers reads the multi-user settings (issue 12).
+func parseUsers(cfg *config, get func(string) string) error {
+	cfg.TokensFile = get("tokens-file")
+	if v := get("max-sessions-per-user"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return invalid("max-sessions-per-user", v, "want a non-negative integer (0 means unlimited)")
+		}
+		cfg.MaxSessionsPerUser = n
+	}
+	switch {
+	case cfg.TokensFile == "" && cfg.MaxSessionsPerUser > 0:
+		return invalid("max-sessions-per-user", get("max-sessions-per-user"), "has no effect without --tokens-file / KERNEL_MCP_TOKENS_FILE")
+	case cfg.TokensFile == "":
+	case !cfg.isHTTP():
+		return invalid("tokens-file", cfg.TokensFile, "users are told apart by their HTTP bearer tokens: use --transport streamable-http or sse")
+	case cfg.Token != "":
+		return invalid("tokens-file", cfg.TokensFile, "give --token / KERNEL_MCP_TOKEN (one user) or a tokens file (several), not both")
+	}
+	return nil
+}
+
+// parseSandbox reads the confinement settings (issue 12).
+func parseSandbox(cfg *config, goos string, get func(string) string) error {
+	var err error
+	if cfg.Sandbox, err = parseSwitch("sandbox", get("sandbox")); err != nil {
+		return err
+	}
+	if cfg.SandboxNetwork, err = parseSwitch("sandbox-network", get("sandbox-network")); err != nil {
+		return err
+	}
+	if v := get("sandbox-allow"); v != "" {
+		for _, p := range strings.Split(v, listSep) {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			if !isAbs(goos, p) {
+				return invalid("sandbox-allow", p, "want an absolute path")
+			}
+			cfg.SandboxAllow = append(cfg.SandboxAllow, filepath.Clean(p))
+		}
+	}
+	if cfg.Sandbox && goos != "linux" {
+		return invalid("sandbox", get("sandbox"), "the sandbox uses bubblewrap, which is Linux-only; this is "+goos)
+	}
+	if !cfg.Sandbox && (cfg.SandboxNetwork || len(cfg.SandboxAllow) > 0) {
+		name := "sandbox-network"
+		if len(cfg.SandboxAllow) > 0 {
+			name = "sandbox-allow"
+		}
+		return invalid(name, get(name), "has no effect without --sandbox / KERNEL_MCP_SANDBOX")
+	}
+	return nil
 }
 
 // parseBytes parses a non-negative byte count with an optional binary

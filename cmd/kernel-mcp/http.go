@@ -46,7 +46,7 @@ func isLoopbackHost(host string) bool {
 // checkExposure refuses an HTTP server that anyone on the network could
 // reach without a token: a session runs arbitrary code.
 func checkExposure(cfg config) error {
-	if !cfg.isHTTP() || cfg.Token != "" || isLoopbackHost(cfg.Host) {
+	if !cfg.isHTTP() || cfg.Token != "" || cfg.TokensFile != "" || isLoopbackHost(cfg.Host) {
 		return nil
 	}
 	return fmt.Errorf("refusing to serve on non-loopback host %q without a token: anyone who can reach it could run code as you; set --token / KERNEL_MCP_TOKEN, or bind --host / MCP_HOST to 127.0.0.1", cfg.Host)
@@ -87,6 +87,16 @@ func bearerMatches(header string, want [sha256.Size]byte) bool {
 // protection left on, behind cross-origin protection and, when a token is
 // set, the bearer-token check.
 func newHTTPHandler(cfg config, srv *mcpserver.Server, logger *slog.Logger) http.Handler {
+	h := mcpHTTPHandler(cfg, srv, logger)
+	if cfg.Token != "" {
+		h = requireBearer(cfg.Token, logger, h)
+	}
+	return h
+}
+
+// mcpHTTPHandler is one MCP server's HTTP endpoint behind cross-origin
+// protection, without any token check.
+func mcpHTTPHandler(cfg config, srv *mcpserver.Server, logger *slog.Logger) http.Handler {
 	server := srv.MCP()
 	getServer := func(*http.Request) *mcp.Server { return server }
 	mux := http.NewServeMux()
@@ -110,11 +120,7 @@ func newHTTPHandler(cfg config, srv *mcpserver.Server, logger *slog.Logger) http
 		logger.Warn("rejected cross-origin HTTP request", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"))
 		http.Error(w, "403 forbidden: cross-origin request", http.StatusForbidden)
 	}))
-	var h http.Handler = cop.Handler(mux)
-	if cfg.Token != "" {
-		h = requireBearer(cfg.Token, logger, h)
-	}
-	return h
+	return cop.Handler(mux)
 }
 
 // endpointURL is the URL a client connects to on listener address addr.

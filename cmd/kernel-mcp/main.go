@@ -76,6 +76,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitUsage
 	}
+	var users []user
+	if cfg.TokensFile != "" {
+		if users, err = loadTokensFile(cfg.TokensFile); err != nil {
+			fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+			return exitUsage
+		}
+	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if cfg.NoStateDir {
@@ -94,7 +101,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer ln.Close()
 	}
 
-	srv, err := mcpserver.New(mcpserver.Config{
+	sandbox, err := sandboxOptions(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitError
+	}
+	srv, err := newServers(users, cfg, mcpserver.Config{
+		Sandbox:        sandbox,
 		Python:         cfg.Python,
 		Kernel:         cfg.Kernel,
 		Timeout:        cfg.Timeout,
@@ -140,7 +153,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.isHTTP() {
 		err = serveHTTPTransport(ctx, cfg, srv, ln, stderr, logger)
 	} else {
-		err = serveStdio(ctx, srv, mcpserver.StdioTransport(), logger)
+		err = serveStdio(ctx, srv.list[0], mcpserver.StdioTransport(), logger)
 	}
 	if cerr := srv.Close(); cerr != nil {
 		logger.Warn("shutting kernels down", "error", cerr)
@@ -171,13 +184,13 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, t mcp.Transport, log
 
 // serveHTTPTransport serves MCP over SSE or streamable HTTP on ln until ctx
 // is cancelled, then shuts the HTTP server down gracefully.
-func serveHTTPTransport(ctx context.Context, cfg config, srv *mcpserver.Server, ln net.Listener, stderr io.Writer, logger *slog.Logger) error {
-	h := newHTTPHandler(cfg, srv, logger)
+func serveHTTPTransport(ctx context.Context, cfg config, srv *servers, ln net.Listener, stderr io.Writer, logger *slog.Logger) error {
+	h := srv.httpHandler(cfg, logger)
 	url := endpointURL(cfg.Transport, ln.Addr())
 	// Always shown, whatever the log level: clients need the URL, and with
 	// --port 0 this is where the chosen port appears.
 	fmt.Fprintf(stderr, "kernel-mcp: serving %s at %s\n", cfg.Transport, url)
-	if cfg.Token == "" {
+	if cfg.Token == "" && cfg.TokensFile == "" {
 		logger.Info("no token set: any local process can connect; set --token / KERNEL_MCP_TOKEN to require one")
 	}
 	return serveHTTP(ctx, ln, h, shutdownGrace, logger)

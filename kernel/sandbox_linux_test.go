@@ -1,0 +1,119 @@
+package kernel
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireBwrap stops t unless bwrap can create a sandbox here; with
+// CI=true that is a failure, never a skip.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	err := CheckSandbox(SandboxOptions{})
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and the sandbox is unavailable: %v", err)
+	}
+	t.Skipf("the sandbox is unavailable: %v", err)
+}
+
+// A sandboxed kernel runs code over ipc sockets, sees only its own
+// processes, cannot write outside its directory, has no network, is
+// interrupted by message with its namespace kept, has the memory limit, and
+// its death is reported with its exit status or signal.
+func TestSandboxedKernel(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	dir := t.TempDir()
+	k := startKernel(t, Options{Dir: dir, Sandbox: &SandboxOptions{}, MemoryLimit: 4 << 30})
+	if ci, err := ReadConnectionFile(k.ConnectionFile()); err != nil || ci.Transport != "ipc" {
+		t.Fatalf("connection file: %+v, %v", ci, err)
+	}
+	out := func(code string) string {
+		t.Helper()
+		res := mustExecute(t, k, code)
+		var b strings.Builder
+		for _, o := range res.Outputs {
+			b.WriteString(describe(o))
+		}
+		return b.String()
+	}
+	if got := out("import os\nx = 41\nopen('mine.txt', 'w').write('ok')\nos.getcwd()"); !strings.Contains(got, dir) {
+		t.Errorf("cwd: %s, want %s", got, dir)
+	}
+	if b, err := os.ReadFile(dir + "/mine.txt"); err != nil || string(b) != "ok" {
+		t.Errorf("file written in the working directory: %q, %v", b, err)
+	}
+	self, _ := os.Executable()
+	got := out("import os\ncmds = [open(f'/proc/{p}/cmdline','rb').read() for p in os.listdir('/proc') if p.isdigit()]\nprint(len(cmds), b'|'.join(cmds))")
+	if strings.Contains(got, self) || !strings.Contains(got, "ipykernel") {
+		t.Errorf("processes seen in the sandbox: %s", got)
+	}
+	if got := out("try:\n    open('/etc/kernel-mcp-test', 'w')\nexcept OSError as e:\n    print(e.strerror)"); !strings.Contains(got, "Read-only file system") {
+		t.Errorf("write outside: %s", got)
+	}
+	if got := out("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=5)\nexcept OSError as e:\n    print(type(e).__name__, e)"); !strings.Contains(got, "Network is unreachable") {
+		t.Errorf("network: %s", got)
+	}
+	if got := out("import resource\nresource.getrlimit(resource.RLIMIT_AS)"); !strings.Contains(got, "(4294967296, 4294967296)") {
+		t.Errorf("RLIMIT_AS: %s", got)
+	}
+
+	res, err := k.Execute(testCtx(t, time.Second), "import time\ntime.sleep(60)", ExecuteOptions{})
+	if err == nil || !res.Interrupted || errors.Is(err, ErrInterruptIgnored) {
+		t.Fatalf("deadline: interrupted %v, err %v", res != nil && res.Interrupted, err)
+	}
+	if got := out("x + 1"); !strings.Contains(got, "42") {
+		t.Errorf("after the interrupt: %s", got)
+	}
+
+	_, err = k.Execute(testCtx(t, 60*time.Second), "import os\nos._exit(3)", ExecuteOptions{})
+	var de *DiedError
+	if !errors.As(err, &de) || de.ExitCode != 3 {
+		t.Fatalf("os._exit(3): %#v", err)
+	}
+	if err := k.Restart(testCtx(t, 60*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.Execute(testCtx(t, 60*time.Second), "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", ExecuteOptions{})
+	if !errors.As(err, &de) || de.SignalNo != 9 {
+		t.Fatalf("SIGKILL: %#v", err)
+	}
+}
+
+// A missing bwrap is one line naming the package.
+func TestSandboxMissingBwrap(t *testing.T) {
+	err := CheckSandbox(SandboxOptions{Bwrap: "/nonexistent/bwrap"})
+	if err == nil || !strings.Contains(err.Error(), "bubblewrap") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("CheckSandbox: %v", err)
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return
+	}
+	_, err = Start(testCtx(t, 10*time.Second), Options{Sandbox: &SandboxOptions{Bwrap: "/nonexistent/bwrap"}, Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// A bwrap that cannot create namespaces (here a stand-in that fails as
+// bwrap does when unprivileged user namespaces are off) is one line
+// saying so, with bwrap's own words.
+func TestSandboxNoNamespaces(t *testing.T) {
+	fake := t.TempDir() + "/bwrap"
+	script := "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckSandbox(SandboxOptions{Bwrap: fake})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "cannot create the sandbox here") ||
+		!strings.Contains(err.Error(), "No permissions to creating new namespace") || !strings.Contains(err.Error(), "user namespaces") {
+		t.Fatalf("CheckSandbox: %v", err)
+	}
+}

@@ -1,0 +1,218 @@
+package mcpserver
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+)
+
+// Confinement (Config.Sandbox). Every kernel runs under bubblewrap, and the
+// server's own tools hold to the same rule as the kernel: a path resolves
+// inside the session's working directory, or, for reads only, inside a
+// Sandbox.ReadOnly path. Sessions that give no cwd share the server's work
+// directory, StateDir/work, so that any warm kernel fits any session.
+
+// pathAccess says what a tool does with a path.
+type pathAccess int
+
+const (
+	readPath pathAccess = iota
+	writePath
+)
+
+// initSandbox prepares the work directory under --sandbox: StateDir/work,
+// or a temporary directory removed by Close when histories are kept in
+// memory only.
+func (s *Server) initSandbox() error {
+	if s.cfg.Sandbox == nil {
+		return nil
+	}
+	var dir string
+	if s.cfg.StateDir != "" {
+		dir = filepath.Join(s.cfg.StateDir, "work")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("sandbox work directory: %w", err)
+		}
+	} else {
+		d, err := os.MkdirTemp("", "kernel-mcp-work-")
+		if err != nil {
+			return fmt.Errorf("sandbox work directory: %w", err)
+		}
+		dir, s.tempWorkDir = d, true
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox work directory: %w", err)
+	}
+	s.workDir = real
+	return nil
+}
+
+// sandboxOptions are the kernel's sandbox for this server: the configured
+// one, with the server's state directory hidden too (the kernel must not
+// rewrite histories; its own work directory is bound back on top).
+func (s *Server) sandboxOptions() *kernel.SandboxOptions {
+	if s.cfg.Sandbox == nil {
+		return nil
+	}
+	o := *s.cfg.Sandbox
+	o.Hide = append([]string(nil), o.Hide...)
+	if s.cfg.StateDir != "" {
+		o.Hide = append(o.Hide, s.cfg.StateDir)
+	}
+	return &o
+}
+
+// kernelDir is the working directory a kernel of this kind starts in.
+// Under the sandbox it must be inside the work directory: a session
+// restored from an unsandboxed run may name any directory, and binding it
+// read-write would undo the sandbox.
+func (s *Server) kernelDir(c kernelChoice) (string, error) {
+	if s.cfg.Sandbox == nil {
+		return c.Cwd, nil
+	}
+	if c.Cwd == "" {
+		return s.workDir, nil
+	}
+	real, err := filepath.EvalSymlinks(c.Cwd)
+	if err != nil {
+		return "", fmt.Errorf("the session's cwd %s: %w", c.Cwd, err)
+	}
+	if !within(real, s.workDir) {
+		return "", fmt.Errorf("the session's cwd %s is outside the sandbox's work directory %s; create a new session (its cwd defaults to the work directory)", c.Cwd, s.workDir)
+	}
+	return real, nil
+}
+
+// sandboxCwd checks and makes absolute the cwd create_session was given
+// under the sandbox: relative to the work directory, created if missing,
+// and never outside it.
+func (s *Server) sandboxCwd(cwd string) (string, error) {
+	p := cwd
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.workDir, p)
+	}
+	p = filepath.Clean(p)
+	if !within(p, s.workDir) {
+		return "", fmt.Errorf("cwd %q is outside the sandbox's work directory %s: under --sandbox a session's cwd is a folder of it (give a relative path)", cwd, s.workDir)
+	}
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		return "", fmt.Errorf("cwd %q: %v", cwd, err)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil || !within(real, s.workDir) {
+		return "", fmt.Errorf("cwd %q leads outside the sandbox's work directory %s", cwd, s.workDir)
+	}
+	return real, nil
+}
+
+// cwd is the session's working directory: its own, else the sandbox's
+// work directory, else the server's.
+func (ss *Session) cwd() (string, error) {
+	if ss.choice.Cwd != "" {
+		return ss.choice.Cwd, nil
+	}
+	if ss.srv.workDir != "" {
+		return ss.srv.workDir, nil
+	}
+	return filepath.Abs(".")
+}
+
+// confine checks a resolved absolute path against the sandbox's rule,
+// following symlinks as far as the path exists: a link inside the working
+// directory that leads out is refused like the path it leads to.
+func (ss *Session) confine(abs, base string, access pathAccess) error {
+	real, err := realPath(abs)
+	if err != nil {
+		return fmt.Errorf("path %s: %v", abs, err)
+	}
+	// A session restored from an unsandboxed run may have its cwd
+	// anywhere: it is no root to write in.
+	if _, err := ss.srv.kernelDir(ss.choice); err != nil {
+		return err
+	}
+	if rb, err := filepath.EvalSymlinks(base); err == nil && within(real, rb) {
+		return nil
+	}
+	if access == readPath {
+		for _, a := range ss.srv.cfg.Sandbox.ReadOnly {
+			if ra, err := filepath.EvalSymlinks(a); err == nil && within(real, ra) {
+				return nil
+			}
+		}
+	}
+	where := "the session's working directory " + base
+	if access == readPath && len(ss.srv.cfg.Sandbox.ReadOnly) > 0 {
+		where += " or a --sandbox-allow path (" + strings.Join(ss.srv.cfg.Sandbox.ReadOnly, ", ") + ")"
+	}
+	if real != abs {
+		return fmt.Errorf("path %s leads to %s, outside %s: under --sandbox files are read and written only there", abs, real, where)
+	}
+	return fmt.Errorf("path %s is outside %s: under --sandbox files are read and written only there", abs, where)
+}
+
+// realPath resolves the symlinks of the longest existing prefix of p and
+// appends the rest, which does not exist yet (a file about to be written).
+func realPath(p string) (string, error) {
+	rest := ""
+	for cur := p; ; {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// within reports whether p is root or inside it (both clean and absolute).
+func within(p, root string) bool {
+	if p == root || root == "/" {
+		return true
+	}
+	return strings.HasPrefix(p, root+string(filepath.Separator))
+}
+
+// sandboxInstructions tells the assistant, in the server's instructions,
+// what the sandbox allows, so it does not spend calls finding out.
+func sandboxInstructions(cfg Config) string {
+	if cfg.Sandbox == nil {
+		return ""
+	}
+	net := "Code has no network (install_package cannot work)"
+	if cfg.Sandbox.Network {
+		net = "Code has the network, but the interpreter is read-only"
+	}
+	return "\nThis server runs code in a sandbox: files can be written only in the session's working directory (the default one is shared by sessions without a cwd), " +
+		"the home directory is empty, the rest of the filesystem is read-only. " + net + ". Tools' paths must lie in the working directory."
+}
+
+// sandboxInstallError is why install_package cannot work under the
+// sandbox: pip needs the network, which the kernel does not have.
+func (s *Server) sandboxInstallError() error {
+	if s.cfg.Sandbox == nil || s.cfg.Sandbox.Network {
+		return nil
+	}
+	return errors.New("install_package cannot work under --sandbox: the kernel has no network, so pip cannot download anything. " +
+		"Install the package into the interpreter outside the sandbox (or start the server with --sandbox-network)")
+}
+
+// sandboxInstallNote explains a failed pip run under the sandbox.
+func (s *Server) sandboxInstallNote() string {
+	if s.cfg.Sandbox == nil {
+		return ""
+	}
+	return "\nNote: under --sandbox the interpreter's files are read-only; pip can only install into the sandbox's private home (--user), which is lost when the kernel restarts."
+}
