@@ -53,8 +53,21 @@ func (c *collector) reply(content json.RawMessage) {
 	c.res.ExecutionCount = r.ExecutionCount
 	c.res.UserExpressions = r.UserExpressions
 	c.res.Payload = r.Payload
-	if r.Status == "error" && c.res.Error == nil {
-		c.res.Error = &ExecError{EName: r.EName, EValue: r.EValue, Traceback: r.Traceback}
+	// Success or failure is the reply's to say, as in a notebook: error
+	// outputs alone (showtraceback, %run of a failing script, %pdb's
+	// StdinNotImplementedError) do not fail a cell that ran to its end.
+	if r.Status == "error" {
+		tb := r.Traceback
+		if len(tb) == 0 {
+			// Some kernels send the traceback on iopub only.
+			for i := len(c.res.Outputs) - 1; i >= 0; i-- {
+				if o := c.res.Outputs[i]; o.Type == OutputError && o.EName == r.EName {
+					tb = o.Traceback
+					break
+				}
+			}
+		}
+		c.res.Error = &ExecError{EName: r.EName, EValue: r.EValue, Traceback: tb}
 	}
 }
 
@@ -82,7 +95,6 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 		out.Type = OutputDisplayData
 	case "error":
 		out.Type = OutputError
-		c.res.Error = &ExecError{EName: m.EName, EValue: m.EValue, Traceback: m.Traceback}
 	case "clear_output":
 		if c.onEvent != nil {
 			c.onEvent(Event{Kind: msgType, Wait: m.Wait})

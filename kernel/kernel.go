@@ -560,8 +560,10 @@ type ExecuteOptions struct {
 // execute_reply and reported idle for it. input() fails at once: stdin is
 // not offered.
 //
-// When the code raises, the result has Status "error" and the returned error
-// is the *ExecError. When ctx ends first, the kernel is interrupted and
+// Success and failure follow execute_reply's status, as in a notebook: when
+// it is "error", the result has Status "error" and the returned error is the
+// reply's *ExecError. Tracebacks a cell showed and survived (showtraceback,
+// %run of a failing script) are error outputs in the result, not an error. When ctx ends first, the kernel is interrupted and
 // Execute waits up to InterruptGrace for it to finish, returning the outputs
 // so far and ctx.Err(); if the kernel does not finish, the error also matches
 // ErrInterruptIgnored. When the kernel dies, the error matches ErrKernelDied.
