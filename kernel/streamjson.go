@@ -84,15 +84,17 @@ func unquote(b []byte) (s string, rest []byte, ok bool) {
 	var (
 		out     strings.Builder
 		escaped bool
+		ascii   = true // everything written so far; escapes write ASCII or valid UTF-8
 	)
 	for {
-		i := plainRun(b)
+		i, runASCII := plainRun(b)
 		if i == len(b) || b[i] < 0x20 {
 			return "", nil, false // unterminated, or a raw control character
 		}
+		ascii = ascii && runASCII
 		if b[i] == '"' && !escaped {
 			// No escapes at all: the common case for keys.
-			if !utf8.Valid(b[:i]) {
+			if !ascii && !utf8.Valid(b[:i]) {
 				return "", nil, false
 			}
 			return string(b[:i]), b[i+1:], true
@@ -104,7 +106,7 @@ func unquote(b []byte) (s string, rest []byte, ok bool) {
 		out.Write(b[:i])
 		if b[i] == '"' {
 			s = out.String()
-			if !utf8.ValidString(s) {
+			if !ascii && !utf8.ValidString(s) {
 				return "", nil, false
 			}
 			return s, b[i+1:], true
@@ -187,11 +189,11 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // plainRun returns the length of the run at the start of b that needs no
-// decoding: no quote, no backslash, no control character. Output text has
-// an escape about once a line, so the run is found with IndexByte (which
-// is vectorized) and then checked for control characters eight bytes at a
-// time.
-func plainRun(b []byte) int {
+// decoding: no quote, no backslash, no control character; ascii reports
+// that the run is all ASCII, so that it needs no UTF-8 validation either.
+// Output text has an escape about once a line, so the run is found with
+// IndexByte (which is vectorized) and then checked eight bytes at a time.
+func plainRun(b []byte) (n int, ascii bool) {
 	// The backslash first: it is near (one a line), while the closing
 	// quote may be the whole string away, and looking for it at every
 	// escape would make decoding quadratic.
@@ -202,6 +204,7 @@ func plainRun(b []byte) int {
 	if q := bytes.IndexByte(b[:end], '"'); q >= 0 {
 		end = q
 	}
+	var high uint64 // the OR of the words checked: its high bits say non-ASCII
 	i := 0
 	for ; i+8 <= end; i += 8 {
 		w := binary.LittleEndian.Uint64(b[i:])
@@ -210,11 +213,16 @@ func plainRun(b []byte) int {
 		if (w-0x2020202020202020)&^w&0x8080808080808080 != 0 {
 			break
 		}
+		high |= w
 	}
+	ascii = high&0x8080808080808080 == 0
 	for ; i < end; i++ {
 		if b[i] < 0x20 {
-			return i
+			return i, ascii
+		}
+		if b[i] >= 0x80 {
+			ascii = false
 		}
 	}
-	return end
+	return end, ascii
 }
