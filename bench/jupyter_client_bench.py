@@ -25,8 +25,15 @@ Kernel: kernelspec `python3` (--kernel-name) or, with --python PATH, a custom
 KernelSpec running `PATH -m ipykernel_launcher -f {connection_file}`.
 Every kernel is shut down in a finally block (graceful, then forced).
 
+With --serve, it starts one kernel, prints "ready", then reads one workload
+name a line on stdin (roundtrip, stdout10mb) and answers each with the
+milliseconds one run took, until stdin closes: mcpbench alternates it with
+the Go client and the MCP server run by run, so that all three are measured
+under the same machine load.
+
 Usage: python3 bench/jupyter_client_bench.py [--json] [--n 300] [--n-big 5]
        [--only roundtrip,stdout10mb,lines100k,start] [--python /path/to/python]
+       python3 bench/jupyter_client_bench.py --serve [--python /path/to/python]
 """
 import argparse
 import json
@@ -163,6 +170,32 @@ def bench_start(args, n):
     return summarize(samples)
 
 
+def serve(args):
+    """Runs one workload per stdin line, answering each with its time in ms."""
+    km, kc = start_kernel(args)
+    try:
+        for _ in range(WARMUP):
+            execute(kc, ROUNDTRIP_CODE)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            name = line.strip()
+            if name == "roundtrip":
+                t0 = time.perf_counter_ns()
+                execute(kc, ROUNDTRIP_CODE)
+                ms = elapsed_ms(t0)
+            elif name == "stdout10mb":
+                t0 = time.perf_counter_ns()
+                _, outputs = execute(kc, STDOUT_CODE)
+                total = sum(len(c["text"]) for t, c in outputs if t == "stream")
+                ms = elapsed_ms(t0)
+                assert total == STDOUT_BYTES, f"got {total} stream chars, want {STDOUT_BYTES}"
+            else:
+                raise SystemExit(f"unknown workload {name!r}")
+            print(f"{ms:.3f}", flush=True)
+    finally:
+        shutdown(km, kc)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=300, help="roundtrip iterations")
@@ -172,7 +205,11 @@ def main():
     ap.add_argument("--kernel-name", default="python3")
     ap.add_argument("--python", help="launch PATH -m ipykernel_launcher instead")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--serve", action="store_true", help="run workloads named on stdin, one a line")
     args = ap.parse_args()
+    if args.serve:
+        serve(args)
+        return
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = only - {"roundtrip", "stdout10mb", "lines100k", "start"}
     if unknown:

@@ -133,7 +133,7 @@ func CutMiddle(s string, limit int) (string, bool) {
 	if limit <= 0 || len(s) <= limit {
 		return s, false
 	}
-	n := utf8.RuneCountInString(s)
+	n := runeCount(s)
 	if n <= limit {
 		return s, false
 	}
@@ -150,6 +150,24 @@ func CutMiddle(s string, limit int) (string, bool) {
 		j -= size
 	}
 	return s[:i] + omittedNote(n-limit) + s[j:], true
+}
+
+// runeCount is utf8.RuneCountInString, eight ASCII bytes at a time: the
+// output CutMiddle cuts is mostly ASCII, and counting it byte by byte was
+// a measurable part of a 10 MB run_code's time after the kernel finished.
+func runeCount(s string) int {
+	n := 0
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		if w&0x8080808080808080 == 0 {
+			n, s = n+8, s[8:]
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(s)
+		n, s = n+1, s[size:]
+	}
+	return n + utf8.RuneCountInString(s)
 }
 
 func omittedNote(n int) string {

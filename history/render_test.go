@@ -317,6 +317,43 @@ func TestScriptCompiles(t *testing.T) {
 	}
 }
 
+// A block that showed several tracebacks keeps them all, in order, in the
+// transcript and the notebook, whether it failed or not.
+func TestSeveralErrorsKept(t *testing.T) {
+	e := Entry{Code: "%pdb on\n1/0", Status: "error", Generation: 1, Outputs: []Output{
+		{OutputType: "stream", Name: "stdout", Text: "Automatic pdb calling has been turned ON\n"},
+		{OutputType: "error", EName: "ZeroDivisionError", EValue: "division by zero", Traceback: []string{"\x1b[31mZeroDivisionError\x1b[0m: division by zero"}},
+		{OutputType: "stream", Name: "stdout", Text: "> <ipython-input>(2)\n"},
+		{OutputType: "error", EName: "StdinNotImplementedError", EValue: "raw_input was called", Traceback: []string{"StdinNotImplementedError: raw_input was called"}},
+	}}
+	want := "[1] %pdb on\n    1/0\nAutomatic pdb calling has been turned ON\nZeroDivisionError: division by zero\n> <ipython-input>(2)\nStdinNotImplementedError: raw_input was called\n"
+	if got := Transcript([]Entry{e}, 1); got != want {
+		t.Errorf("transcript:\n%s\nwant:\n%s", got, want)
+	}
+	nb, err := Notebook([]Entry{e}, 1, NotebookMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cells []struct {
+			Outputs []struct {
+				OutputType string `json:"output_type"`
+				EName      string `json:"ename"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(nb, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range doc.Cells[0].Outputs {
+		got = append(got, o.OutputType+"/"+o.EName)
+	}
+	if strings.Join(got, ",") != "stream/,error/ZeroDivisionError,stream/,error/StdinNotImplementedError" {
+		t.Errorf("notebook outputs %q", got)
+	}
+}
+
 // A notebook's markdown cell is kept as a markdown cell by Notebook, marked
 // in the transcript and commented out in the script; it is not code.
 func TestMarkdownEntry(t *testing.T) {

@@ -1,6 +1,10 @@
 package history
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestCutMiddle(t *testing.T) {
 	tests := []struct {
@@ -62,4 +66,16 @@ func TestPlainText(t *testing.T) {
 			t.Errorf("PlainText(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// runeCount counts as utf8.RuneCountInString does, invalid UTF-8 included.
+func FuzzRuneCount(f *testing.F) {
+	for _, s := range []string{"", "abc", "héllo wörld, 12345678", "\xff\xfe abcdefgh \xe2\x82", strings.Repeat("日本", 9)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := runeCount(s), utf8.RuneCountInString(s); got != want {
+			t.Fatalf("runeCount(%q) = %d, want %d", s, got, want)
+		}
+	})
 }

@@ -200,6 +200,11 @@ type runOutput struct {
 		Line      int    `json:"line"`
 		Traceback string `json:"traceback"`
 	} `json:"error"`
+	Errors []struct {
+		EName  string `json:"ename"`
+		EValue string `json:"evalue"`
+		Line   int    `json:"line"`
+	} `json:"errors"`
 	Truncated bool   `json:"truncated"`
 	ElapsedMS int64  `json:"elapsed_ms"`
 	Note      string `json:"note"`

@@ -54,8 +54,21 @@ func (c *collector) reply(content json.RawMessage) {
 	c.res.ExecutionCount = r.ExecutionCount
 	c.res.UserExpressions = r.UserExpressions
 	c.res.Payload = r.Payload
-	if r.Status == "error" && c.res.Error == nil {
-		c.res.Error = &ExecError{EName: r.EName, EValue: r.EValue, Traceback: r.Traceback}
+	// Success or failure is the reply's to say, as in a notebook: error
+	// outputs alone (showtraceback, %run of a failing script, %pdb's
+	// StdinNotImplementedError) do not fail a cell that ran to its end.
+	if r.Status == "error" {
+		tb := r.Traceback
+		if len(tb) == 0 {
+			// Some kernels send the traceback on iopub only.
+			for i := len(c.res.Outputs) - 1; i >= 0; i-- {
+				if o := c.res.Outputs[i]; o.Type == OutputError && o.EName == r.EName {
+					tb = o.Traceback
+					break
+				}
+			}
+		}
+		c.res.Error = &ExecError{EName: r.EName, EValue: r.EValue, Traceback: tb}
 	}
 }
 
@@ -86,7 +99,6 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 		out.Type = OutputDisplayData
 	case "error":
 		out.Type = OutputError
-		c.res.Error = &ExecError{EName: m.EName, EValue: m.EValue, Traceback: m.Traceback}
 	case "clear_output":
 		if c.onEvent != nil {
 			c.onEvent(Event{Kind: msgType, Wait: m.Wait})
@@ -145,11 +157,14 @@ func (c *collector) clear() {
 }
 
 // streamText accumulates one stream output. Without a limit it keeps
-// everything; with one (half > 0) it keeps the first half bytes and the
-// last half bytes, and counts what fell between them.
+// everything, as the chunks it was given, joined once at the end (a single
+// chunk, often all 10 MB of a big print, is not copied at all); with one
+// (half > 0) it keeps the first half bytes and the last half bytes, and
+// counts what fell between them.
 type streamText struct {
 	active  bool
 	half    int
+	parts   []string // without a limit
 	head    []byte
 	tail    []byte // the newest bytes; at most 2*half before compaction
 	omitted int
@@ -162,12 +177,15 @@ func (t *streamText) start(s string) {
 }
 
 func (t *streamText) reset() {
-	*t = streamText{half: t.half, head: t.head[:0], tail: t.tail[:0]}
+	clear(t.parts) // let the text go
+	*t = streamText{half: t.half, parts: t.parts[:0], head: t.head[:0], tail: t.tail[:0]}
 }
 
 func (t *streamText) write(s string) {
 	if t.half <= 0 {
-		t.head = append(t.head, s...)
+		if s != "" {
+			t.parts = append(t.parts, s)
+		}
 		return
 	}
 	if room := t.half - len(t.head); room > 0 {
@@ -197,8 +215,15 @@ func (t *streamText) write(s string) {
 // many were; the cut edges are moved to whole UTF-8 characters.
 func (t *streamText) finish() (string, int) {
 	defer t.reset()
+	if t.half <= 0 {
+		return strings.Join(t.parts, ""), 0
+	}
 	if t.omitted == 0 {
-		return string(t.head) + string(t.tail), 0
+		var b strings.Builder
+		b.Grow(len(t.head) + len(t.tail))
+		b.Write(t.head)
+		b.Write(t.tail)
+		return b.String(), 0
 	}
 	head, tail, omitted := t.head, t.tail, t.omitted
 	if len(head) > 0 {

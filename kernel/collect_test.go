@@ -71,3 +71,20 @@ func TestCollectorBounds(t *testing.T) {
 		t.Fatalf("after clear: %+v omitted %d/%d", res.Outputs, res.OmittedOutputs, res.OmittedBytes)
 	}
 }
+
+// The reply decides failure: error outputs before an ok reply leave Error
+// nil; an error reply without a traceback borrows its error output's.
+func TestCollectorErrorFollowsReply(t *testing.T) {
+	res := &ExecuteResult{}
+	c := newCollector(res, ExecuteOptions{})
+	c.iopub("error", []byte(`{"ename": "ZeroDivisionError", "evalue": "division by zero", "traceback": ["tb1"]}`))
+	c.iopub("error", []byte(`{"ename": "ValueError", "evalue": "v", "traceback": ["tb2"]}`))
+	c.reply([]byte(`{"status": "ok", "execution_count": 3}`))
+	if res.Error != nil || len(res.ErrorOutputs()) != 2 {
+		t.Fatalf("ok reply: Error %v, %d error outputs", res.Error, len(res.ErrorOutputs()))
+	}
+	c.reply([]byte(`{"status": "error", "ename": "ZeroDivisionError", "evalue": "division by zero", "traceback": []}`))
+	if res.Error == nil || res.Error.EName != "ZeroDivisionError" || len(res.Error.Traceback) != 1 || res.Error.Traceback[0] != "tb1" {
+		t.Fatalf("error reply: %+v", res.Error)
+	}
+}

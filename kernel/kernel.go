@@ -646,18 +646,20 @@ const inputEOF = "\x04"
 // execute_reply and reported idle for it. input() fails at once unless
 // opts.OnInput answers it.
 //
-// When the code raises, the result has Status "error" and the returned error
-// is the *ExecError. When ctx ends while the kernel runs this request, the
-// kernel is interrupted and Execute waits up to InterruptGrace for it to
-// finish, returning the outputs so far and ctx.Err(); if the kernel does not
-// finish, the error also matches ErrInterruptIgnored. Execute never
-// interrupts code that is not its own: when ctx ends before the kernel has
-// started the request (it waits behind other code), Execute waits up to
-// InterruptGrace for it to start and interrupts it then; if it does not
-// start, Execute returns ctx.Err() and ErrNotStarted without interrupting,
-// and the kernel runs the request later anyway (Jupyter has no way to
-// withdraw a queued request). When the kernel dies, the error matches
-// ErrKernelDied.
+// Success and failure follow execute_reply's status, as in a notebook: when
+// it is "error", the result has Status "error" and the returned error is the
+// reply's *ExecError. Tracebacks a cell showed and survived (showtraceback,
+// %run of a failing script) are error outputs in the result, not an error.
+// When ctx ends while the kernel runs this request, the kernel is
+// interrupted and Execute waits up to InterruptGrace for it to finish,
+// returning the outputs so far and ctx.Err(); if the kernel does not finish,
+// the error also matches ErrInterruptIgnored. Execute never interrupts code
+// that is not its own: when ctx ends before the kernel has started the
+// request (it waits behind other code), Execute waits up to InterruptGrace
+// for it to start and interrupts it then; if it does not start, Execute
+// returns ctx.Err() and ErrNotStarted without interrupting, and the kernel
+// runs the request later anyway (Jupyter has no way to withdraw a queued
+// request). When the kernel dies, the error matches ErrKernelDied.
 func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) (*ExecuteResult, error) {
 	g, err := k.current()
 	if err != nil {

@@ -221,6 +221,45 @@ print('d', flush=True)
 		wantOutputs(t, res, `stream stdout "before\n"`, "error ZeroDivisionError")
 	})
 
+	// A cell that shows a traceback and runs to its end succeeds, as in a
+	// notebook: execute_reply says ok, the error output is kept in order.
+	t.Run("ShownTracebackIsNotAnError", func(t *testing.T) {
+		res := mustExecute(t, k, "try:\n    1/0\nexcept Exception:\n    get_ipython().showtraceback()\nprint('handled')")
+		wantOutputs(t, res, "error ZeroDivisionError", `stream stdout "handled\n"`)
+		if res.Error != nil {
+			t.Errorf("Error = %v, want nil for an ok reply", res.Error)
+		}
+		dir := t.TempDir()
+		script := filepath.Join(dir, "bad_script.py")
+		if err := os.WriteFile(script, []byte("print('ran')\n1/0\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res = mustExecute(t, k, fmt.Sprintf("%%run %q\nx = 41\nx + 1", script))
+		wantOutputs(t, res, `stream stdout "ran\n"`, "error ZeroDivisionError", "execute_result 42")
+	})
+
+	// Every error output stays, in order; the reply's error is the one
+	// returned. %pdb's debugger cannot read stdin here, so after the
+	// ZeroDivisionError it fails twice with StdinNotImplementedError.
+	t.Run("AllErrorOutputsKept", func(t *testing.T) {
+		res, err := k.Execute(testCtx(t, 60*time.Second), "%xmode Minimal\n%pdb on\n1/0", ExecuteOptions{})
+		mustExecute(t, k, "%pdb off\n%xmode Context")
+		ee := wantExecError(t, err, "StdinNotImplementedError")
+		if res.Error != ee || res.Status != "error" {
+			t.Errorf("Error %v, status %q: want the reply's error", res.Error, res.Status)
+		}
+		var names []string
+		for _, o := range res.ErrorOutputs() {
+			names = append(names, o.EName)
+		}
+		if want := []string{"ZeroDivisionError", "StdinNotImplementedError", "StdinNotImplementedError"}; !slices.Equal(names, want) {
+			t.Errorf("error outputs %q, want %q; outputs %q", names, want, describeAll(res.Outputs))
+		}
+		if first := res.Outputs[1]; first.Type != OutputError || first.EName != "ZeroDivisionError" {
+			t.Errorf("outputs %q: the ZeroDivisionError should follow the xmode/pdb messages", describeAll(res.Outputs))
+		}
+	})
+
 	t.Run("MatplotlibPNG", func(t *testing.T) {
 		res := mustExecute(t, k, `%matplotlib inline
 import matplotlib.pyplot as plt

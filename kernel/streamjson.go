@@ -3,9 +3,9 @@ package kernel
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // decodeStream is the fast path for the iopub message that carries almost
@@ -28,7 +28,7 @@ func decodeStream(b []byte) (name, text string, ok bool) {
 		if len(b) == 0 || b[0] != '"' {
 			return "", "", false
 		}
-		key, rest, _, good := unquote(b[1:])
+		key, rest, good := unquote(b[1:])
 		if !good {
 			return "", "", false
 		}
@@ -40,22 +40,15 @@ func decodeStream(b []byte) (name, text string, ok bool) {
 		if len(b) == 0 || b[0] != '"' {
 			return "", "", false // a non-string value: not a plain stream message
 		}
-		val, rest, owned, good := unquote(b[1:])
+		val, rest, good := unquote(b[1:])
 		if !good {
 			return "", "", false
 		}
-		switch string(key) {
+		switch key {
 		case "name":
-			name = string(val)
+			name = val
 		case "text":
-			if owned {
-				// val is a buffer unquote made and nobody else holds or
-				// changes: the string can share it, saving a copy of what
-				// may be megabytes of output.
-				text = unsafe.String(unsafe.SliceData(val), len(val))
-			} else {
-				text = string(val)
-			}
+			text = val
 		}
 		b = skipSpace(rest)
 		if len(b) == 0 {
@@ -83,59 +76,67 @@ func skipSpace(b []byte) []byte {
 }
 
 // unquote decodes a JSON string whose opening quote was consumed, returning
-// it and what follows the closing quote. owned reports that s is a new
-// buffer rather than a part of b.
-func unquote(b []byte) (s, rest []byte, owned, ok bool) {
-	var out []byte
+// it and what follows the closing quote. Text with escapes is written into
+// a strings.Builder grown once to the most it can need: its buffer is not
+// zeroed first and becomes the string without a copy, which matters for
+// the megabytes a stream message can carry.
+func unquote(b []byte) (s string, rest []byte, ok bool) {
+	var (
+		out     strings.Builder
+		escaped bool
+		ascii   = true // everything written so far; escapes write ASCII or valid UTF-8
+	)
 	for {
-		i := plainRun(b)
+		i, runASCII := plainRun(b)
 		if i == len(b) || b[i] < 0x20 {
-			return nil, nil, false, false // unterminated, or a raw control character
+			return "", nil, false // unterminated, or a raw control character
 		}
-		if b[i] == '"' && out == nil {
+		ascii = ascii && runASCII
+		if b[i] == '"' && !escaped {
 			// No escapes at all: the common case for keys.
-			s = b[:i]
-			if !utf8.Valid(s) {
-				return nil, nil, false, false
+			if !ascii && !utf8.Valid(b[:i]) {
+				return "", nil, false
 			}
-			return s, b[i+1:], false, true
+			return string(b[:i]), b[i+1:], true
 		}
-		if out == nil {
-			out = make([]byte, 0, len(b))
+		if !escaped {
+			out.Grow(i + len(b[i:]))
+			escaped = true
 		}
-		out = append(out, b[:i]...)
+		out.Write(b[:i])
 		if b[i] == '"' {
-			if !utf8.Valid(out) {
-				return nil, nil, false, false
+			s = out.String()
+			if !ascii && !utf8.ValidString(s) {
+				return "", nil, false
 			}
-			return out, b[i+1:], true, true
+			return s, b[i+1:], true
 		}
 		if i+1 >= len(b) {
-			return nil, nil, false, false
+			return "", nil, false
 		}
 		switch c := b[i+1]; c {
 		case '"', '\\', '/':
-			out = append(out, c)
+			out.WriteByte(c)
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'u':
 			r, n := unicodeEscape(b[i:])
 			if n == 0 {
-				return nil, nil, false, false
+				return "", nil, false
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			b = b[i+n:]
 			continue
 		default:
-			return nil, nil, false, false
+			return "", nil, false
 		}
 		b = b[i+2:]
 	}
@@ -188,11 +189,11 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // plainRun returns the length of the run at the start of b that needs no
-// decoding: no quote, no backslash, no control character. Output text has
-// an escape about once a line, so the run is found with IndexByte (which
-// is vectorized) and then checked for control characters eight bytes at a
-// time.
-func plainRun(b []byte) int {
+// decoding: no quote, no backslash, no control character; ascii reports
+// that the run is all ASCII, so that it needs no UTF-8 validation either.
+// Output text has an escape about once a line, so the run is found with
+// IndexByte (which is vectorized) and then checked eight bytes at a time.
+func plainRun(b []byte) (n int, ascii bool) {
 	// The backslash first: it is near (one a line), while the closing
 	// quote may be the whole string away, and looking for it at every
 	// escape would make decoding quadratic.
@@ -203,6 +204,7 @@ func plainRun(b []byte) int {
 	if q := bytes.IndexByte(b[:end], '"'); q >= 0 {
 		end = q
 	}
+	var high uint64 // the OR of the words checked: its high bits say non-ASCII
 	i := 0
 	for ; i+8 <= end; i += 8 {
 		w := binary.LittleEndian.Uint64(b[i:])
@@ -211,11 +213,16 @@ func plainRun(b []byte) int {
 		if (w-0x2020202020202020)&^w&0x8080808080808080 != 0 {
 			break
 		}
+		high |= w
 	}
+	ascii = high&0x8080808080808080 == 0
 	for ; i < end; i++ {
 		if b[i] < 0x20 {
-			return i
+			return i, ascii
+		}
+		if b[i] >= 0x80 {
+			ascii = false
 		}
 	}
-	return end
+	return end, ascii
 }

@@ -81,3 +81,35 @@ func TestPlainRunControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeStream10MB decodes the content of one 10 MiB stream
+// message as ipykernel sends it for the 10 MB workload (1 KiB lines).
+func BenchmarkDecodeStream10MB(b *testing.B) {
+	line := strings.Repeat("x", 1023) + "\n"
+	text := strings.Repeat(line, 10240)
+	content, err := json.Marshal(map[string]string{"name": "stdout", "text": text})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, got, ok := decodeStream(content); !ok || len(got) != len(text) {
+			b.Fatal("decode failed")
+		}
+	}
+}
+
+// Invalid UTF-8 is refused wherever it falls: in an eight-byte word that
+// the ASCII check skips validation for, or in the bytes after the words.
+func TestDecodeStreamInvalidUTF8Anywhere(t *testing.T) {
+	body := strings.Repeat("abcdefgh", 3) + `\n` + strings.Repeat("x", 13)
+	for i := range body {
+		if body[i] == '\\' || body[i] == 'n' && i > 0 && body[i-1] == '\\' {
+			continue
+		}
+		b := []byte(`{"text": "` + body[:i] + "\xff" + body[i+1:] + `"}`)
+		if _, _, ok := decodeStream(b); ok {
+			t.Fatalf("invalid byte at %d accepted: %q", i, b)
+		}
+	}
+}

@@ -71,9 +71,14 @@ type ExecuteResult struct {
 	ExecutionCount int
 	// Status is the execute_reply status: ok, error or aborted; empty when no
 	// reply arrived (the kernel died or ignored an interrupt).
-	Status          string
-	Outputs         []Output
-	Error           *ExecError // set when Status is error
+	Status string
+	// Outputs holds every output, error outputs included, in order.
+	Outputs []Output
+	// Error is the execute_reply's error, set when Status is error. A cell
+	// can show tracebacks and still succeed (Outputs then has error
+	// outputs and Error is nil), and a failing one can show several
+	// (ErrorOutputs lists them all).
+	Error           *ExecError
 	UserExpressions map[string]json.RawMessage
 	Payload         []json.RawMessage
 	// Interrupted is set when the context ended the execution and an
@@ -90,6 +95,18 @@ type ExecuteResult struct {
 	// execution's output with its "IOPub data rate exceeded" (or message
 	// rate) notice: that output never reached this client.
 	RateLimited bool
+}
+
+// ErrorOutputs returns the error outputs among r.Outputs, in order: every
+// traceback the cell showed, whether or not the execution failed.
+func (r *ExecuteResult) ErrorOutputs() []Output {
+	var errs []Output
+	for _, o := range r.Outputs {
+		if o.Type == OutputError {
+			errs = append(errs, o)
+		}
+	}
+	return errs
 }
 
 // ExecError is an exception raised by the code. Its Error() is the kernel's

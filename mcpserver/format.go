@@ -30,11 +30,17 @@ type RunOutput struct {
 	Stdout   string `json:"stdout"`
 	Stderr   string `json:"stderr"`
 	// Result is the last expression's text/plain value, empty if none.
-	Result    string     `json:"result"`
-	Displays  []Display  `json:"displays"`
-	Error     *ErrorInfo `json:"error,omitempty"`
-	Truncated bool       `json:"truncated"`
-	ElapsedMS int64      `json:"elapsed_ms"`
+	Result   string    `json:"result"`
+	Displays []Display `json:"displays"`
+	// Error is the execute_reply's error: set when the cell failed.
+	Error *ErrorInfo `json:"error,omitempty"`
+	// Errors lists every traceback the cell showed, in order, whether it
+	// failed or not: a cell can show tracebacks and still succeed
+	// (showtraceback, %run of a failing script), and a failing one can
+	// show several (%pdb's StdinNotImplementedError after the error).
+	Errors    []ErrorInfo `json:"errors,omitempty"`
+	Truncated bool        `json:"truncated"`
+	ElapsedMS int64       `json:"elapsed_ms"`
 	// Note says what happened to the session beyond the code's own output:
 	// a timeout, an interrupt, a kernel death or restart.
 	Note string `json:"note,omitempty"`
@@ -95,6 +101,69 @@ func errorHeadline(e *ErrorInfo) string {
 		return e.EName + where
 	}
 	return fmt.Sprintf("%s%s: %s", e.EName, where, e.EValue)
+}
+
+// errorInfo describes an exception for the model: colour codes stripped,
+// the traceback as one text, and the line of the user's code it names.
+func errorInfo(ename, evalue string, traceback []string) ErrorInfo {
+	tb := history.PlainText(strings.Join(traceback, "\n"))
+	e := ErrorInfo{EName: ename, EValue: history.PlainText(evalue), Traceback: tb}
+	e.Line = errorLine(&kernel.ExecError{EName: ename}, tb)
+	return e
+}
+
+// same reports whether o is the same exception as e.
+func (e *ErrorInfo) same(o ErrorInfo) bool {
+	return o.EName == e.EName && o.EValue == e.EValue && o.Traceback == e.Traceback
+}
+
+// skipErrorOutput leaves out the KeyboardInterrupt of a run that timed out
+// or was cancelled: that interrupt is the server's, not the code's, and the
+// note says what happened. History keeps it.
+func skipErrorOutput(o kernel.Output, status string) bool {
+	return o.EName == "KeyboardInterrupt" && (status == "timeout" || status == "interrupted")
+}
+
+// maxErrorLead bounds the other errors a result's first lines name.
+const maxErrorLead = 3
+
+// errorLead is what a result leads with about errors. A failed cell names
+// the reply's error, then the other tracebacks it showed (often the cause:
+// with %pdb on, the ZeroDivisionError comes before the debugger's
+// StdinNotImplementedError that ends the cell). A cell that succeeded but
+// showed tracebacks says so, since it is not an error.
+func errorLead(out *RunOutput) []string {
+	var others []string
+	seen := map[string]bool{}
+	for i := range out.Errors {
+		e := &out.Errors[i]
+		if out.Error != nil && out.Error.EName == e.EName && out.Error.EValue == e.EValue {
+			continue
+		}
+		if h := errorHeadline(e); !seen[h] {
+			seen[h] = true
+			others = append(others, h)
+		}
+	}
+	more := ""
+	if len(others) > maxErrorLead {
+		more = fmt.Sprintf("; and %d more", len(others)-maxErrorLead)
+		others = others[:maxErrorLead]
+	}
+	switch {
+	case out.Error != nil && len(others) > 0:
+		return []string{errorHeadline(out.Error), "Earlier in the cell: " + strings.Join(others, "; ") + more}
+	case out.Error != nil:
+		return []string{errorHeadline(out.Error)}
+	case len(others) > 0 && out.Status == "ok":
+		n := len(out.Errors)
+		what := "a traceback"
+		if n > 1 {
+			what = fmt.Sprintf("%d tracebacks", n)
+		}
+		return []string{fmt.Sprintf("The cell ran to the end (status ok) but showed %s: %s%s", what, strings.Join(others, "; "), more)}
+	}
+	return nil
 }
 
 // imageTypes are the image MIME types of a display bundle, in order of
@@ -159,6 +228,18 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 				}
 				text.WriteString(t)
 				ensureNewline(&text)
+			case kernel.OutputError:
+				if skipErrorOutput(o, out.Status) {
+					continue
+				}
+				e := errorInfo(o.EName, o.EValue, o.Traceback)
+				out.Errors = append(out.Errors, e)
+				if e.Traceback != "" {
+					text.WriteString(e.Traceback)
+				} else {
+					text.WriteString(errorHeadline(&e))
+				}
+				ensureNewline(&text)
 			case kernel.OutputExecuteResult, kernel.OutputDisplayData:
 				plain, _ := o.String("text/plain")
 				plain = history.PlainText(plain)
@@ -204,9 +285,8 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 			text.WriteString("[output was dropped: the Jupyter server replaced it with its \"IOPub data rate exceeded\" notice; print less, or raise the server's iopub_data_rate_limit]\n")
 		}
 		if res.Error != nil {
-			tb := history.PlainText(strings.Join(res.Error.Traceback, "\n"))
-			out.Error = &ErrorInfo{EName: res.Error.EName, EValue: history.PlainText(res.Error.EValue), Traceback: tb}
-			out.Error.Line = errorLine(res.Error, tb)
+			e := errorInfo(res.Error.EName, res.Error.EValue, res.Error.Traceback)
+			out.Error = &e
 		}
 	}
 	var truncated [4]bool
@@ -215,14 +295,13 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 	out.Result, truncated[2] = history.CutMiddle(out.Result, limit)
 
 	body := text.String()
-	var lead []string
-	if out.Error != nil {
-		lead = append(lead, errorHeadline(out.Error))
-	}
+	lead := errorLead(out)
 	if out.Note != "" {
 		lead = append(lead, out.Note)
 	}
-	if out.Error != nil && out.Error.Traceback != "" {
+	if out.Error != nil && out.Error.Traceback != "" && !slices.ContainsFunc(out.Errors, out.Error.same) {
+		// An error the reply alone reported (a kernel that sends no error
+		// output, or a death) still shows its traceback.
 		body += "\n" + out.Error.Traceback
 	}
 	// The limit applies to everything the result says in text.

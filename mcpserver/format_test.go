@@ -2,11 +2,13 @@ package mcpserver
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestErrorLine(t *testing.T) {
@@ -91,4 +93,42 @@ func TestTurnstileOrder(t *testing.T) {
 		}
 	}
 	ts.done(tickets[4]) // twice is harmless
+}
+
+// render shows every error output in arrival order, leads with the reply's
+// error, says when an ok cell showed tracebacks, shows an error the reply
+// alone reported, and leaves out the server's own KeyboardInterrupt.
+func TestRenderErrors(t *testing.T) {
+	zde := kernel.Output{Type: kernel.OutputError, EName: "ZeroDivisionError", EValue: "division by zero", Traceback: []string{"Cell In[1], line 2", "ZeroDivisionError: division by zero"}}
+	stdout := kernel.Output{Type: kernel.OutputStream, Name: "stdout", Text: "after\n"}
+	texts := func(cs []mcp.Content) []string {
+		var s []string
+		for _, c := range cs {
+			s = append(s, c.(*mcp.TextContent).Text)
+		}
+		return s
+	}
+
+	out := RunOutput{Status: "ok"}
+	got := texts(render(&kernel.ExecuteResult{Status: "ok", Outputs: []kernel.Output{zde, stdout}}, &out, 1000))
+	want := []string{"The cell ran to the end (status ok) but showed a traceback: ZeroDivisionError on line 2: division by zero", "Cell In[1], line 2\nZeroDivisionError: division by zero\nafter"}
+	if !slices.Equal(got, want) || out.Error != nil || len(out.Errors) != 1 || out.Errors[0].Line != 2 {
+		t.Errorf("ok with a traceback:\n got %q\nwant %q\n%+v", got, want, out)
+	}
+
+	out = RunOutput{Status: "error"}
+	died := &kernel.ExecError{EName: "KernelDied", EValue: "kernel died (signal 9)"}
+	got = texts(render(&kernel.ExecuteResult{Outputs: []kernel.Output{stdout}, Error: died}, &out, 1000))
+	want = []string{"KernelDied: kernel died (signal 9)", "after"}
+	if !slices.Equal(got, want) || out.Error == nil || len(out.Errors) != 0 {
+		t.Errorf("reply-only error:\n got %q\nwant %q", got, want)
+	}
+
+	out = RunOutput{Status: "timeout", Note: "Execution timed out."}
+	ki := kernel.Output{Type: kernel.OutputError, EName: "KeyboardInterrupt", Traceback: []string{"KeyboardInterrupt"}}
+	got = texts(render(&kernel.ExecuteResult{Outputs: []kernel.Output{stdout, ki}}, &out, 1000))
+	want = []string{"Execution timed out.", "after"}
+	if !slices.Equal(got, want) || len(out.Errors) != 0 {
+		t.Errorf("timeout:\n got %q\nwant %q", got, want)
+	}
 }

@@ -37,9 +37,12 @@ func historyEntry(code, source string, res *kernel.ExecuteResult, out RunOutput,
 			ExecutionCount: o.ExecutionCount, EName: o.EName, EValue: o.EValue, Traceback: o.Traceback,
 		})
 	}
-	// An error reported by the reply alone (a dead kernel) still belongs in
-	// the record.
-	if res.Error != nil && !hasError(e.Outputs) {
+	// An error the server reports for a kernel that never replied (a dead
+	// kernel) still belongs in the record. An error the reply alone carries
+	// is left out, as a notebook leaves it out: IPython's UsageError (an
+	// unknown magic) comes as stderr text plus the reply, and an error
+	// output would show it twice.
+	if res.Error != nil && res.Status != "error" && !hasError(e.Outputs) {
 		e.Outputs = append(e.Outputs, history.Output{OutputType: "error", EName: res.Error.EName, EValue: res.Error.EValue, Traceback: res.Error.Traceback})
 	}
 	return e

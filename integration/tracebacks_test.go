@@ -1,0 +1,116 @@
+//go:build unix
+
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A cell's success follows execute_reply, as in a notebook, and every
+// traceback it showed is kept: in the result, in order, in the history, in
+// the saved notebook; rerun_code goes on past a cell that only showed one.
+func TestTracebacksFollowTheReply(t *testing.T) {
+	t.Parallel()
+	requirePython(t, "nbformat")
+	s := startServer(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad_script.py"), []byte("print('script ran')\n1/0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.call("create_session", map[string]any{"session_id": "tb", "cwd": dir}); res.IsError {
+		t.Fatal(text(res))
+	}
+	errNames := func(out runOutput) []string {
+		var n []string
+		for _, e := range out.Errors {
+			n = append(n, e.EName)
+		}
+		return n
+	}
+
+	// [1] A handled exception whose traceback is shown is not a failure.
+	res, out := s.run("tb", "try:\n    1/0\nexcept Exception:\n    get_ipython().showtraceback()\nprint('handled')")
+	if res.IsError || out.Status != "ok" || out.Error != nil || out.Stdout != "handled\n" {
+		t.Fatalf("showtraceback: isError %v, %+v\n%s", res.IsError, out, text(res))
+	}
+	if got := errNames(out); !slices.Equal(got, []string{"ZeroDivisionError"}) {
+		t.Fatalf("errors %+v", out.Errors)
+	}
+	body := text(res)
+	if !strings.HasPrefix(body, "The cell ran to the end (status ok) but showed a traceback: ZeroDivisionError: division by zero") {
+		t.Fatalf("headline: %q", body)
+	}
+	if i, j := strings.Index(body, "ZeroDivisionError                         Traceback"), strings.Index(body, "handled"); i < 0 || j < i {
+		t.Fatalf("the traceback must come before 'handled', in arrival order:\n%s", body)
+	}
+
+	// [2] %run of a failing script, then the cell goes on.
+	res, out = s.run("tb", "%run bad_script.py\nx = 41")
+	if res.IsError || out.Status != "ok" || !slices.Equal(errNames(out), []string{"ZeroDivisionError"}) {
+		t.Fatalf("%%run: isError %v, %+v\n%s", res.IsError, out, text(res))
+	}
+	if _, out := s.run("tb", "x + 1"); out.Result != "42" {
+		t.Fatalf("the cell after %%run must have run to its end: %+v", out)
+	}
+
+	// [4] With %pdb on, the debugger cannot read stdin: the reply's error
+	// is the last StdinNotImplementedError; the ZeroDivisionError before it
+	// is still shown and named.
+	res, out = s.run("tb", "%xmode Minimal\n%pdb on\n1/0")
+	if !res.IsError || out.Status != "error" || out.Error == nil || out.Error.EName != "StdinNotImplementedError" {
+		t.Fatalf("%%pdb: isError %v, %+v\n%s", res.IsError, out, text(res))
+	}
+	if got, want := errNames(out), []string{"ZeroDivisionError", "StdinNotImplementedError", "StdinNotImplementedError"}; !slices.Equal(got, want) {
+		t.Fatalf("errors %q, want %q", got, want)
+	}
+	lines := strings.SplitN(text(res), "\n", 3)
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "StdinNotImplementedError") || lines[1] != "Earlier in the cell: ZeroDivisionError: division by zero" {
+		t.Fatalf("headline:\n%s", text(res))
+	}
+	if !strings.Contains(lines[2], "ZeroDivisionError: division by zero") {
+		t.Fatalf("the ZeroDivisionError must be shown:\n%s", text(res))
+	}
+	s.run("tb", "%pdb off\n%xmode Context")
+
+	// The history keeps every error output, in the transcript and the notebook.
+	hist := text(s.call("get_history", map[string]any{"session_id": "tb", "start": 3, "end": 4}))
+	if strings.Count(hist, "StdinNotImplementedError") < 2 || !strings.Contains(hist, "ZeroDivisionError: division by zero") {
+		t.Fatalf("get_history of [4]:\n%s", hist)
+	}
+	path := filepath.Join(dir, "tb.ipynb")
+	if res := s.call("save_notebook", map[string]any{"session_id": "tb", "path": path}); res.IsError {
+		t.Fatal(text(res))
+	}
+	check := `import nbformat, sys
+nb = nbformat.read(sys.argv[1], as_version=4)
+nbformat.validate(nb)
+for c in nb.cells:
+    print(",".join(o.output_type + ("/" + o.ename if o.output_type == "error" else "") for o in c.outputs))`
+	got, err := exec.Command("python3", "-c", check, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nbformat: %v\n%s", err, got)
+	}
+	cells := strings.Split(strings.TrimSpace(string(got)), "\n")
+	if len(cells) != 5 || cells[0] != "error/ZeroDivisionError,stream" ||
+		!strings.Contains(cells[3], "error/ZeroDivisionError,stream,error/StdinNotImplementedError,stream,error/StdinNotImplementedError") {
+		t.Fatalf("notebook outputs per cell:\n%s", got)
+	}
+
+	// rerun_code goes past blocks that only showed tracebacks, and stops
+	// at the one whose reply was an error.
+	if res := s.call("reset_run_context", map[string]any{"session_id": "tb"}); res.IsError {
+		t.Fatal(text(res))
+	}
+	res = s.call("rerun_code", map[string]any{"session_id": "tb"})
+	if !res.IsError || !strings.HasPrefix(text(res), "Stopped at block [4]: StdinNotImplementedError") {
+		t.Fatalf("rerun_code:\n%s", text(res))
+	}
+	if _, out := s.run("tb", "x"); out.Result != "41" {
+		t.Fatalf("blocks [1]-[3] must have re-run: %+v", out)
+	}
+}

@@ -1,0 +1,124 @@
+# get_value: the value of args["expression"], evaluated in the user's namespace, as
+# JSON with its type. Runs after prelude.py. An error in evaluating the expression is
+# replied as eval_error; one in converting the value is raised. At most
+# args["max_cells"] elements are converted in all.
+
+import math, sys, datetime, decimal, fractions
+budget = [args["max_cells"]]
+
+def spend(n, what):
+    budget[0] -= n
+    if budget[0] < 0:
+        raise ValueError("the value has more than %d elements in all (at %s), more than get_value converts; select a part of it (df.head(100), a[:100])" % (args["max_cells"], what))
+
+def keyed(pairs, what):
+    out = {}
+    for k, v in pairs:
+        if not isinstance(k, str):
+            if k is None or isinstance(k, (bool, int, float)):
+                k = _json.dumps(k) if (k is None or isinstance(k, bool)) else str(k)
+            else:
+                raise TypeError("a %s key of type %s cannot be a JSON key" % (what, typename(k)))
+        if k in out:
+            raise ValueError("the %s has two keys that are both %r as JSON; rename one" % (what, k))
+        out[k] = v
+    return out
+
+def conv(x, depth=0):
+    if depth > 100:
+        raise ValueError("the value is nested more than 100 levels deep")
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    np = sys.modules.get("numpy")
+    pd = sys.modules.get("pandas")
+    if pd is not None:
+        if x is pd.NaT or (hasattr(pd, "NA") and x is pd.NA):
+            return None
+        if isinstance(x, pd.Timestamp):
+            return x.isoformat()
+        if isinstance(x, pd.Timedelta):
+            return x.total_seconds()
+        if isinstance(x, (pd.Period, pd.Interval)):
+            return str(x)
+        if isinstance(x, pd.DataFrame):
+            spend(x.size + len(x.index), "a DataFrame")
+            cols = [str(c) for c in x.columns]
+            if len(set(cols)) != len(cols):
+                raise ValueError("the DataFrame's column names repeat (as strings): %s; rename them" % sorted({c for c in cols if cols.count(c) > 1}))
+            return {
+                "columns": cols,
+                "index": [conv(i, depth + 1) for i in x.index.tolist()],
+                "records": [dict(zip(cols, (conv(v, depth + 1) for v in row))) for row in x.itertuples(index=False, name=None)],
+            }
+        if isinstance(x, pd.Series):
+            spend(2 * x.size, "a Series")
+            return {
+                "name": conv(x.name, depth + 1),
+                "index": [conv(i, depth + 1) for i in x.index.tolist()],
+                "values": [conv(v, depth + 1) for v in x.tolist()],
+            }
+        if isinstance(x, (pd.Index, pd.api.extensions.ExtensionArray)):
+            spend(len(x), "an index or array")
+            return [conv(v, depth + 1) for v in x.tolist()]
+    if np is not None:
+        if isinstance(x, np.dtype):
+            return str(x)
+        if isinstance(x, np.ndarray):
+            # Checked before tolist() builds it; the list's conversion counts it.
+            if x.size > budget[0]:
+                spend(x.size, "an array")
+            if x.dtype.kind == "M":
+                return conv(x.astype("datetime64[us]").tolist(), depth + 1)
+            if x.dtype.kind == "m":
+                return conv((x / np.timedelta64(1, "s")).tolist(), depth + 1)
+            return conv(x.tolist(), depth + 1)
+        if isinstance(x, np.generic):
+            if isinstance(x, np.datetime64):
+                return None if np.isnat(x) else str(x)
+            if isinstance(x, np.timedelta64):
+                return None if np.isnat(x) else float(x / np.timedelta64(1, "s"))
+            if isinstance(x, np.floating):
+                f = float(x)
+                return f if math.isfinite(f) else None
+            if isinstance(x, np.complexfloating):
+                raise TypeError("a value of type %s (a complex number) cannot be converted to JSON; take .real and .imag" % typename(x))
+            return conv(x.item(), depth + 1)
+    if pd is not None and hasattr(pd.api.types, "is_extension_array_dtype") and pd.api.types.is_extension_array_dtype(x):
+        return str(x)
+    if isinstance(x, (datetime.datetime, datetime.date, datetime.time)):
+        return x.isoformat()
+    if isinstance(x, datetime.timedelta):
+        return x.total_seconds()
+    if isinstance(x, (decimal.Decimal, fractions.Fraction)):
+        f = float(x)
+        return f if math.isfinite(f) else None
+    if isinstance(x, (bytes, bytearray)):
+        try:
+            return bytes(x).decode("utf-8")
+        except UnicodeDecodeError:
+            raise TypeError("bytes that are not UTF-8 text cannot be converted to JSON; decode them, or use base64")
+    if isinstance(x, dict):
+        spend(len(x), "a dict")
+        return keyed(((k, conv(v, depth + 1)) for k, v in x.items()), "dict")
+    if isinstance(x, (list, tuple, set, frozenset, range)):
+        spend(len(x), "a " + typename(x))
+        if isinstance(x, (set, frozenset)):
+            try:
+                x = sorted(x)
+            except TypeError:
+                x = list(x)
+        return [conv(v, depth + 1) for v in x]
+    raise TypeError("a value of type %s cannot be converted to JSON (get_value handles numbers, strings, lists, dicts, datetimes, numpy arrays and scalars, pandas DataFrames and Series)" % typename(x))
+
+try:
+    value = eval(compile(args["expression"], "<get_value>", "eval"), ns)
+except BaseException as e:
+    if isinstance(e, (KeyboardInterrupt, SystemExit)):
+        raise
+    reply({"eval_error": {"ename": type(e).__name__, "evalue": str(e)}})
+else:
+    reply({"type": typename(value), "value": conv(value)})

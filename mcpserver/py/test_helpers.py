@@ -1,0 +1,193 @@
+"""Unit tests of the Python kernel-mcp runs silently in kernels.
+
+Each helper runs as the server runs it: prelude.py + the helper, compiled and
+exec'd in a dict of its own holding _km_args (JSON) and _km_ns (the user's
+namespace); reply() is caught where it publishes. Run with
+`python3 -m unittest discover -s mcpserver/py` (TestPythonHelpers in the Go
+tests does). Needs IPython; the pandas, numpy and statsmodels cases need those
+packages and fail, rather than skip, when CI=true.
+"""
+
+import contextlib
+import datetime
+import io
+import json
+import math
+import os
+import unittest
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULT_MIME = "application/vnd.kernel-mcp+json"
+
+
+def source(name):
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def optional(module):
+    """Imports module, or skips the test (fails it under CI=true)."""
+    try:
+        return __import__(module)
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            raise
+        raise unittest.SkipTest(module + " is not installed")
+
+
+def run_helper(name, ns, **args):
+    """Runs prelude.py + name against the namespace ns; returns the reply."""
+    published = []
+    src = source("prelude.py") + source(name)
+    with mock.patch("IPython.display.publish_display_data", published.append):
+        exec(compile(src, "<kernel-mcp>", "exec"), {"_km_args": json.dumps(args), "_km_ns": ns})
+    if len(published) != 1 or list(published[0]) != [RESULT_MIME]:
+        raise AssertionError("want one reply of %s, got %r" % (RESULT_MIME, published))
+    return published[0][RESULT_MIME]
+
+
+def get_value(expression, ns=None, limit=5 << 20, max_cells=250000):
+    return run_helper("get_value.py", ns or {}, expression=expression, limit=limit, max_cells=max_cells)
+
+
+class PreludeTest(unittest.TestCase):
+    def test_reply_refuses_more_than_the_limit(self):
+        with self.assertRaisesRegex(ValueError, "more than the 10 get_value returns"):
+            get_value("'x' * 100", limit=10)
+
+    def test_typename(self):
+        self.assertEqual(get_value("1")["type"], "int")
+        self.assertEqual(get_value("datetime.date(2024, 1, 2)", {"datetime": datetime})["type"], "datetime.date")
+
+
+class GetValueTest(unittest.TestCase):
+    def test_builtins(self):
+        self.assertEqual(get_value("[1, 2.5, 'a', None, True]"), {"type": "list", "value": [1, 2.5, "a", None, True]})
+        self.assertEqual(get_value("{'a': (1, 2), 3: {4}}")["value"], {"a": [1, 2], "3": [4]})
+        self.assertEqual(get_value("float('nan')")["value"], None)
+        self.assertEqual(get_value("float('inf')")["value"], None)
+        self.assertEqual(get_value("datetime.date(2024, 1, 2)", {"datetime": datetime})["value"], "2024-01-02")
+        self.assertEqual(get_value("b'abc'")["value"], "abc")
+
+    def test_eval_error_is_replied(self):
+        self.assertEqual(get_value("undefined_name"), {"eval_error": {"ename": "NameError", "evalue": "name 'undefined_name' is not defined"}})
+
+    def test_unconvertible_names_its_type(self):
+        with self.assertRaisesRegex(TypeError, "a value of type object cannot be converted"):
+            get_value("object()")
+        with self.assertRaisesRegex(TypeError, "not UTF-8"):
+            get_value("b'\\xff'")
+
+    def test_keys_that_collide_as_json(self):
+        with self.assertRaisesRegex(ValueError, "two keys that are both '1'"):
+            get_value("{1: 'a', '1': 'b'}")
+
+    def test_element_budget(self):
+        with self.assertRaisesRegex(ValueError, "more than 10 elements"):
+            get_value("list(range(20))", max_cells=10)
+
+    def test_reads_the_users_namespace_and_defines_nothing(self):
+        ns = {"x": 41}
+        self.assertEqual(get_value("x + 1", ns)["value"], 42)
+        ns.pop("__builtins__", None)  # eval adds it; a kernel's namespace has it already
+        self.assertEqual(ns, {"x": 41})
+
+    def test_numpy(self):
+        np = optional("numpy")
+        ns = {"np": np}
+        self.assertEqual(get_value("np.arange(3)", ns), {"type": "numpy.ndarray", "value": [0, 1, 2]})
+        self.assertEqual(get_value("np.float32(1.5)", ns)["value"], 1.5)
+        self.assertEqual(get_value("np.array([1.0, np.nan])", ns)["value"], [1.0, None])
+        self.assertEqual(get_value("np.datetime64('NaT')", ns)["value"], None)
+        with self.assertRaisesRegex(TypeError, "complex number"):
+            get_value("np.complex128(1j)", ns)
+        with self.assertRaisesRegex(ValueError, "more than 5 elements"):
+            get_value("np.zeros(100)", ns, max_cells=5)
+
+    def test_pandas(self):
+        pd = optional("pandas")
+        ns = {"pd": pd, "df": pd.DataFrame({"a": [1, 2], "b": [0.5, None]}, index=["r1", "r2"])}
+        self.assertEqual(
+            get_value("df", ns),
+            {"type": "pandas.DataFrame", "value": {"columns": ["a", "b"], "index": ["r1", "r2"], "records": [{"a": 1, "b": 0.5}, {"a": 2, "b": None}]}},
+        )
+        self.assertEqual(get_value("df['a']", ns)["value"], {"name": "a", "index": ["r1", "r2"], "values": [1, 2]})
+        self.assertEqual(get_value("pd.Timestamp('2024-01-02 03:04')", ns)["value"], "2024-01-02T03:04:00")
+        self.assertIsNone(get_value("pd.NaT", ns)["value"])
+        ns["dup"] = pd.DataFrame([[1, 2]], columns=["x", "x"])
+        with self.assertRaisesRegex(ValueError, "column names repeat"):
+            get_value("dup", ns)
+
+
+class ListVariablesTest(unittest.TestCase):
+    def test_describes_without_repr(self):
+        class Huge:
+            def __repr__(self):
+                raise AssertionError("repr'd a whole object")
+
+        ns = {"n": 3, "s": "x" * 100, "items": list(range(100)), "obj": Huge(), "_hidden": 1, "json": json, "f": run_helper}
+        got = run_helper("list_variables.py", ns, max=50)
+        by_name = {v["name"]: v for v in got["variables"]}
+        self.assertEqual(got["total"], 5)
+        self.assertEqual(sorted(by_name), ["f", "items", "n", "obj", "s"])
+        self.assertEqual(by_name["n"], {"name": "n", "type": "int", "repr": "3"})
+        self.assertEqual(by_name["items"]["length"], 100)
+        self.assertTrue(by_name["items"]["repr"].endswith("...]"), by_name["items"]["repr"])
+        self.assertLessEqual(len(by_name["s"]["repr"]), 70)
+        self.assertEqual(by_name["obj"]["repr"], "<%s object>" % by_name["obj"]["type"])
+        self.assertEqual(by_name["f"]["repr"], "<function run_helper>")
+
+    def test_max_bounds_the_list_not_the_total(self):
+        got = run_helper("list_variables.py", {"a": 1, "b": 2, "c": 3}, max=2)
+        self.assertEqual([v["name"] for v in got["variables"]], ["a", "b"])
+        self.assertEqual(got["total"], 3)
+
+    def test_frames_and_arrays_by_shape(self):
+        np = optional("numpy")
+        pd = optional("pandas")
+        ns = {"df": pd.DataFrame({"a": range(4)}), "arr": np.zeros((2, 3), dtype="int8")}
+        by_name = {v["name"]: v for v in run_helper("list_variables.py", ns, max=10)["variables"]}
+        self.assertEqual(by_name["df"]["shape"], [4, 1])
+        self.assertEqual(by_name["df"]["repr"], "DataFrame 4 rows x 1 columns: a")
+        self.assertEqual(by_name["arr"], {"name": "arr", "type": "numpy.ndarray", "shape": [2, 3], "dtype": "int8", "repr": "array 2x3 of int8"})
+
+
+class OLSStatsTest(unittest.TestCase):
+    def test_statistics(self):
+        np = optional("numpy")
+        pd = optional("pandas")
+        optional("statsmodels")
+        import statsmodels.api as sm
+
+        rng = np.random.default_rng(1)
+        x = pd.Series(rng.normal(size=50), name="x1")
+        y = 2 + 3 * x + rng.normal(scale=0.1, size=50)
+        model = sm.OLS(y, sm.add_constant(x)).fit()  # as estimate_ols fits it: on a DataFrame
+        got = run_helper("ols_stats.py", {"model": model}, model="model", lags=2)
+        self.assertEqual(got["nobs"], 50)
+        self.assertEqual([c["name"] for c in got["coefficients"]], ["const", "x1"])
+        self.assertAlmostEqual(got["coefficients"][1]["coef"], model.params["x1"])
+        self.assertGreater(got["r2"], 0.99)
+        self.assertEqual(got["breusch_godfrey"]["lags"], 2)
+        self.assertEqual(got["cov_type"], "nonrobust")
+        self.assertIn("OLS Regression Results", got["summary"])
+        for key in ("durbin_watson", "adj_r2"):
+            self.assertTrue(math.isfinite(got[key]), key)
+
+
+class SessionStatusTest(unittest.TestCase):
+    def test_prints_one_json_line_and_leaves_nothing(self):
+        ns = {}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(source("session_status.py"), "<kernel-mcp>", "exec"), ns)
+        got = json.loads(out.getvalue())
+        self.assertEqual(sorted(got), ["cwd", "executable", "packages", "rss", "version"])
+        self.assertEqual(got["cwd"], os.getcwd())
+        self.assertIn("IPython", got["packages"])
+        self.assertEqual([k for k in ns if k != "__builtins__"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
