@@ -58,28 +58,29 @@ func TestTracebacksFollowTheReply(t *testing.T) {
 		t.Fatalf("the cell after %%run must have run to its end: %+v", out)
 	}
 
-	// [4] With %pdb on, the debugger cannot read stdin: the reply's error
-	// is the last StdinNotImplementedError; the ZeroDivisionError before it
-	// is still shown and named.
-	res, out = s.run("tb", "%xmode Minimal\n%pdb on\n1/0")
-	if !res.IsError || out.Status != "error" || out.Error == nil || out.Error.EName != "StdinNotImplementedError" {
-		t.Fatalf("%%pdb: isError %v, %+v\n%s", res.IsError, out, text(res))
+	// [4] A cell that shows one traceback and then fails with another: the
+	// reply's error leads; the ZeroDivisionError before it is still shown
+	// and named. (%pdb on no longer makes such a cell: the debugger reads
+	// its commands through input(), which a run now answers; see below.)
+	res, out = s.run("tb", "%xmode Minimal\ntry:\n    1/0\nexcept Exception:\n    get_ipython().showtraceback()\nraise ValueError('second')")
+	if !res.IsError || out.Status != "error" || out.Error == nil || out.Error.EName != "ValueError" {
+		t.Fatalf("two tracebacks: isError %v, %+v\n%s", res.IsError, out, text(res))
 	}
-	if got, want := errNames(out), []string{"ZeroDivisionError", "StdinNotImplementedError", "StdinNotImplementedError"}; !slices.Equal(got, want) {
+	if got, want := errNames(out), []string{"ZeroDivisionError", "ValueError"}; !slices.Equal(got, want) {
 		t.Fatalf("errors %q, want %q", got, want)
 	}
 	lines := strings.SplitN(text(res), "\n", 3)
-	if len(lines) < 3 || !strings.HasPrefix(lines[0], "StdinNotImplementedError") || lines[1] != "Earlier in the cell: ZeroDivisionError: division by zero" {
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "ValueError") || lines[1] != "Earlier in the cell: ZeroDivisionError: division by zero" {
 		t.Fatalf("headline:\n%s", text(res))
 	}
 	if !strings.Contains(lines[2], "ZeroDivisionError: division by zero") {
 		t.Fatalf("the ZeroDivisionError must be shown:\n%s", text(res))
 	}
-	s.run("tb", "%pdb off\n%xmode Context")
+	s.run("tb", "%xmode Context")
 
 	// The history keeps every error output, in the transcript and the notebook.
 	hist := text(s.call("get_history", map[string]any{"session_id": "tb", "start": 3, "end": 4}))
-	if strings.Count(hist, "StdinNotImplementedError") < 2 || !strings.Contains(hist, "ZeroDivisionError: division by zero") {
+	if !strings.Contains(hist, "ValueError: second") || !strings.Contains(hist, "ZeroDivisionError: division by zero") {
 		t.Fatalf("get_history of [4]:\n%s", hist)
 	}
 	path := filepath.Join(dir, "tb.ipynb")
@@ -97,7 +98,7 @@ for c in nb.cells:
 	}
 	cells := strings.Split(strings.TrimSpace(string(got)), "\n")
 	if len(cells) != 5 || cells[0] != "error/ZeroDivisionError,stream" ||
-		!strings.Contains(cells[3], "error/ZeroDivisionError,stream,error/StdinNotImplementedError,stream,error/StdinNotImplementedError") {
+		!strings.Contains(cells[3], "error/ZeroDivisionError,error/ValueError") {
 		t.Fatalf("notebook outputs per cell:\n%s", got)
 	}
 
@@ -107,10 +108,27 @@ for c in nb.cells:
 		t.Fatal(text(res))
 	}
 	res = s.call("rerun_code", map[string]any{"session_id": "tb"})
-	if !res.IsError || !strings.HasPrefix(text(res), "Stopped at block [4]: StdinNotImplementedError") {
+	if !res.IsError || !strings.HasPrefix(text(res), "Stopped at block [4]: ValueError") {
 		t.Fatalf("rerun_code:\n%s", text(res))
 	}
 	if _, out := s.run("tb", "x"); out.Result != "41" {
 		t.Fatalf("blocks [1]-[3] must have re-run: %+v", out)
 	}
+
+	// With %pdb on, the post-mortem debugger asks for commands as a
+	// notebook's would; "q" quits it and the cell fails with its error.
+	res, _ = s.run("tb", "%pdb on\n1/0")
+	st := structured[runState](t, res)
+	if st.Status == "running" {
+		st = s.waitRunUntil("tb", st.RunID, "the debugger's prompt", func(p runState) bool { return p.Status == "input_requested" })
+	}
+	if st.Status != "input_requested" || !strings.Contains(st.Prompt, "ipdb>") {
+		t.Fatalf("%%pdb on: %+v\n%s", st, text(res))
+	}
+	s.call("send_input", map[string]any{"session_id": "tb", "run_id": st.RunID, "text": "q"})
+	var texts []string
+	if _, fin := s.waitRunDone("tb", st.RunID, &texts); fin.Status != "error" || fin.Error == nil || fin.Error.EName != "ZeroDivisionError" {
+		t.Fatalf("after quitting the debugger: %+v", fin)
+	}
+	s.run("tb", "%pdb off")
 }

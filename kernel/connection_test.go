@@ -117,7 +117,7 @@ func TestReadConnectionFile(t *testing.T) {
 	}{
 		{"missing", filepath.Join(dir, "absent.json"), "read connection file"},
 		{"not JSON", write("bad.json", `{"ip": `), "parse connection file"},
-		{"ipc", write("ipc.json", `{"transport": "ipc", `+full+`}`), `transport "ipc" is not supported`},
+		{"udp", write("udp.json", `{"transport": "udp", `+full+`}`), `transport "udp" is not supported (only tcp and ipc)`},
 		{"no port", write("noport.json", `{"ip": "127.0.0.1", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "key": "k"}`), "lacks an ip or a port"},
 		{"no ip", write("noip.json", `{"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5}`), "lacks an ip or a port"},
 	} {

@@ -77,11 +77,13 @@ raise SystemExit("exit from a cell")
 
 # %%
 %xmode Minimal
-%pdb on
-1/0
+try:
+    1/0
+except Exception:
+    get_ipython().showtraceback()
+raise ValueError("second traceback")
 
 # %%
-%pdb off
 %xmode Context
 assert after_run == 41, "state must survive errors"
 print("state kept")
