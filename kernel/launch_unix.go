@@ -26,7 +26,6 @@ type platformHandles struct{}
 func (p *process) startedHandles() {}
 func (p *process) releaseHandles() { p.handles = platformHandles{} }
 
-
 // signalGroup sends sig to the kernel's whole process group, unless the
 // leader has been reaped: its pid, the group's id, may then name another
 // process group, and the signal would hit a stranger.
