@@ -234,4 +234,5 @@ func (s *Server) Close() error {
 const instructions = `kernel-mcp runs code in persistent Jupyter kernel sessions, like notebook cells.
 Variables, imports and loaded data persist between run_code calls in the same session_id (default "default").
 The last expression's value is shown, plots come back as images, errors name the line.
+A call still running after the server's max wait returns status "running" (or "queued") with a run_id: the code goes on, and wait_run gives its further output and final result. If the code asks for input() and the status is "input_requested", answer with send_input.
 Use interrupt_session to stop long-running code; reset_run_context restarts the kernel but keeps history.`
