@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -90,20 +88,13 @@ func benchGatewayPython(srv *gatewaytest.Server) *result {
 	py := filepath.Join(gatewaytest.Venv(gatewaytest.KernelGateway), "bin", "python")
 	cmd := exec.Command(py, "bench/gateway_client_bench.py", "--url", srv.URL, "--token", srv.Token,
 		"--n", strconv.Itoa(*flagN), "--n-big", strconv.Itoa(*flagNBig))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		r.Skipped = fmt.Sprintf("%v: %s", err, lastLine(stderr.String()))
-		return r
-	}
 	var v struct {
 		Tornado   string `json:"tornado"`
 		RoundTrip pyStat `json:"roundtrip_ms"`
 		Stdout    pyStat `json:"stdout10mb_ms"`
 	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		r.Skipped = fmt.Sprintf("bad output: %v", err)
+	if err := pyJSON(cmd, &v); err != nil {
+		r.Skipped = err.Error()
 		return r
 	}
 	r.RoundTrip, r.Stdout10MB = v.RoundTrip.stat(), v.Stdout.stat()

@@ -253,18 +253,26 @@ func timeN(n int, f func() error) stat {
 	return summarize(d)
 }
 
+// pyJSON runs a Python benchmark script and decodes the JSON it prints into
+// v; a failure carries the script's last line on stderr.
+func pyJSON(cmd *exec.Cmd, v any) error {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, lastLine(stderr.String()))
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("bad output: %v", err)
+	}
+	return nil
+}
+
 // benchJupyterClient runs bench/jupyter_client_bench.py.
 func benchJupyterClient(py string) *result {
 	r := &result{Name: "jupyter_client (Python), stock ipykernel"}
 	cmd := exec.Command(py, "bench/jupyter_client_bench.py", "--json", "--python", py,
 		"--n", strconv.Itoa(*flagN), "--n-big", strconv.Itoa(*flagNBig), "--n-start", strconv.Itoa(*flagNStart))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		r.Skipped = fmt.Sprintf("%v: %s", err, lastLine(stderr.String()))
-		return r
-	}
 	var v struct {
 		JupyterClient string `json:"jupyter_client"`
 		IPyKernel     string `json:"ipykernel"`
@@ -273,8 +281,8 @@ func benchJupyterClient(py string) *result {
 		Lines         pyStat `json:"lines100k_ms"`
 		Start         pyStat `json:"start_ms"`
 	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		r.Skipped = fmt.Sprintf("bad output: %v", err)
+	if err := pyJSON(cmd, &v); err != nil {
+		r.Skipped = err.Error()
 		return r
 	}
 	r.Version = "jupyter_client " + v.JupyterClient + ", ipykernel " + v.IPyKernel
