@@ -295,7 +295,8 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 		return nil, err
 	}
 	code := "exec(compile(" + pyString(src) + `, "<kernel-mcp>", "exec"), {"_km_args": ` + pyString(string(a)) + `, "_km_ns": globals()})`
-	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	limit := s.queryLimit()
+	qctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	res, err := k.Execute(qctx, code, kernel.ExecuteOptions{Silent: true, NoStoreHistory: true, MaxOutputs: 100, MaxStreamBytes: 64 << 10})
 	var execErr *kernel.ExecError
@@ -305,7 +306,7 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 		return nil, fmt.Errorf("session %q: %v — variables lost, history kept; the next call starts a fresh kernel", ss.id, err)
 	case errors.Is(err, kernel.ErrInterruptIgnored):
 		rerr := ss.forceRestart(context.WithoutCancel(ctx))
-		msg := fmt.Sprintf("session %q: the kernel ignored the interrupt after %v, so it was restarted: all variables were lost (history is kept)", ss.id, queryTimeout)
+		msg := fmt.Sprintf("session %q: the kernel ignored the interrupt after %v, so it was restarted: all variables were lost (history is kept)", ss.id, limit)
 		if rerr != nil {
 			msg += fmt.Sprintf("; the restart failed too (%v), the next call starts a fresh kernel", rerr)
 		}
@@ -314,7 +315,7 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 		return nil, &pyError{ename: execErr.EName, evalue: history.PlainText(execErr.EValue)}
 	case err != nil:
 		if res != nil && res.Interrupted {
-			return nil, fmt.Errorf("session %q: stopped after %v", ss.id, queryTimeout)
+			return nil, fmt.Errorf("session %q: stopped after %v", ss.id, limit)
 		}
 		return nil, fmt.Errorf("session %q: %v", ss.id, err)
 	}
@@ -325,6 +326,10 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 	}
 	return nil, fmt.Errorf("session %q: the kernel gave no result", ss.id)
 }
+
+// queryLimit bounds a helper's run in the kernel: queryTimeout, or less
+// when --max-wait is shorter, since no call may hold its client longer.
+func (s *Server) queryLimit() time.Duration { return min(queryTimeout, s.cfg.MaxWait) }
 
 func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetValueInput) (*mcp.CallToolResult, GetValueOutput, error) {
 	expr := strings.TrimSpace(in.Expression)
@@ -443,7 +448,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 	if err != nil {
 		return errResult[CompleteOutput]("%v", err)
 	}
-	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
 	defer cancel()
 	r, err := k.Complete(qctx, in.Code, pos)
 	if err != nil {
@@ -473,7 +478,7 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 	if err != nil {
 		return errResult[InspectOutput]("%v", err)
 	}
-	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
 	defer cancel()
 	r, err := k.Inspect(qctx, in.Code, pos, in.DetailLevel)
 	if err != nil {
