@@ -110,11 +110,21 @@ func TestGatewaySessions(t *testing.T) {
 	if _, out := s.run("default", "x"); out.Error == nil || out.Error.EName != "NameError" {
 		t.Fatalf("x after restart: %+v", out)
 	}
+	// The restart may have swapped in the pool's warm kernel: the old one
+	// is then shut down in the background, the new one by delete_session.
+	newID := structured[gatewayStatus](t, s.call("session_status", map[string]any{"session_id": "default"})).Gateway.KernelID
 	if res := s.call("delete_session", map[string]any{"session_id": "default"}); res.IsError {
 		t.Fatal(text(res))
 	}
-	if code := gatewayKernelStatus(t, gw, id); code != http.StatusNotFound {
+	if code := gatewayKernelStatus(t, gw, newID); code != http.StatusNotFound {
 		t.Fatalf("after delete_session the gateway answers %d for the kernel, want 404", code)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for code := gatewayKernelStatus(t, gw, id); code != http.StatusNotFound; code = gatewayKernelStatus(t, gw, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel replaced by reset_run_context still answers %d 30 s later, want 404", code)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the gateway's view; no event to wait on
 	}
 	// Stopping the server deletes the kernels it started, the warm one too.
 	s.close()
