@@ -76,7 +76,10 @@ func TestCancelledQueuedExecuteLeavesOthersAlone(t *testing.T) {
 	if !errors.Is(r.err, context.DeadlineExceeded) || errors.Is(r.err, ErrNotStarted) || errors.Is(r.err, ErrInterruptIgnored) {
 		t.Fatalf("late request: err = %v, want DeadlineExceeded alone", r.err)
 	}
-	if !r.res.Interrupted || r.res.Error == nil || r.res.Error.EName != "KeyboardInterrupt" {
+	// Interrupted, and if the reply carries an error it is its own
+	// KeyboardInterrupt (on a loaded machine the interrupt can land as the
+	// request starts, and ipykernel then replies without one: seen in CI).
+	if !r.res.Interrupted || (r.res.Error != nil && r.res.Error.EName != "KeyboardInterrupt") {
 		t.Errorf("late request: interrupted %v, error %v; want its own KeyboardInterrupt", r.res.Interrupted, r.res.Error)
 	}
 	wantOutputs(t, mustExecute(t, k, "1 + 1"), "execute_result 2")

@@ -584,11 +584,13 @@ func (s *Server) dataRun(ctx context.Context, req *mcp.CallToolRequest, id, code
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	res, out, err := s.execute(ctx, req, ss, code, "", s.cfg.Timeout, false)
-	if res != nil && out.Error != nil {
-		addInstallHint(res, &out)
-	}
-	return res, out, err
+	// The hint is added inside the run: its result is shared by whichever
+	// calls return it, and must not change under them.
+	return s.executeThen(ctx, req, ss, code, "", s.cfg.Timeout, false, func(res *mcp.CallToolResult, out *RunOutput) {
+		if out.Error != nil {
+			addInstallHint(res, out)
+		}
+	})
 }
 
 // missingModuleREs find the missing package in an import error: Python's

@@ -428,6 +428,10 @@ func (r *run) answer(seq int, ans inputAnswer) (kernel.InputRequest, bool) {
 	}
 	in.answered = true
 	in.answer <- ans // never blocks: the first answer is the only one
+	if r.state == runInputRequested {
+		r.state = runRunning
+	}
+	r.signal()
 	return in.req, true
 }
 
@@ -466,7 +470,7 @@ func (r *run) view() RunView {
 		}
 		v.ElapsedMS = end.Sub(r.started).Milliseconds()
 	}
-	if r.input != nil {
+	if r.input != nil && !r.input.answered {
 		v.Prompt, v.Password = r.input.req.Prompt, r.input.req.Password
 	}
 	return v

@@ -73,6 +73,11 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 			return inputRequest(r, in), zero, nil
 		}
 	}
+	if isClosed(r.done) { // it ended as the wait did
+		res, out, err := r.final()
+		o, _ := out.(Out)
+		return res, o, err
+	}
 	v, output := r.handOff()
 	label := "Output so far:"
 	if req.Params.Name == "wait_run" {

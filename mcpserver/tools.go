@@ -261,12 +261,22 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 // execute runs code in the session as a run in its turn and renders the
 // result, or hands the run off (see runTool).
 func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration, background bool) (*mcp.CallToolResult, RunOutput, error) {
+	return s.executeThen(ctx, req, ss, code, source, timeout, background, nil)
+}
+
+// executeThen is execute with then applied to the result inside the run, so
+// that every call that returns it (the first, or a wait_run) sees the same.
+func (s *Server) executeThen(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration, background bool, then func(*mcp.CallToolResult, *RunOutput)) (*mcp.CallToolResult, RunOutput, error) {
 	return runTool(s, ctx, req, ss, background, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
 		content, out, err := s.runBlock(ctx, r, ss, code, source, timeout)
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
-		return &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}, out, nil
+		res := &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}
+		if then != nil {
+			then(res, &out)
+		}
+		return res, out, nil
 	}, runHandoff(ss))
 }
 
