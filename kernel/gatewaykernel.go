@@ -54,7 +54,26 @@ func (k *Kernel) launchGateway(ctx context.Context) (*generation, error) {
 // WebSocket with a fresh session_id (so nothing the server buffered for an
 // earlier generation is replayed into this one), a watcher for the death
 // signals wsConn sees, and the readiness wait.
+//
+// A restart that lands during the readiness wait (the server's own
+// restarter racing a restart asked for here, or another client's) leaves
+// a fresh kernel under the same id, which is what every caller wants; the
+// wait starts over on a new WebSocket, a few times at most.
 func (k *Kernel) connectGateway(ctx context.Context, id string, owned bool) (*generation, error) {
+	const attempts = 3
+	for i := 1; ; i++ {
+		g, err := k.connectGatewayOnce(ctx, id, owned)
+		if err == nil || i == attempts || ctx.Err() != nil || !errors.Is(err, errRestartedWhileConnecting) {
+			return g, err
+		}
+	}
+}
+
+// errRestartedWhileConnecting marks a readiness wait cut short by a
+// restart of the kernel.
+var errRestartedWhileConnecting = errors.New("the kernel was restarted while connecting")
+
+func (k *Kernel) connectGatewayOnce(ctx context.Context, id string, owned bool) (*generation, error) {
 	conn, err := dialWS(ctx, k.gwc, id, uuid.NewString())
 	if err != nil {
 		return nil, err
@@ -76,6 +95,9 @@ func (k *Kernel) connectGateway(ctx context.Context, id string, owned bool) (*ge
 	if err := k.waitReady(ctx, g); err != nil {
 		g.gw.deleteOnStop = false // the caller decides
 		k.stopGeneration(g, 0)
+		if conn.restarted.Load() {
+			err = fmt.Errorf("%w: %w", errRestartedWhileConnecting, err)
+		}
 		return nil, fmt.Errorf("kernel: gateway %s: kernel %s did not become ready: %w", k.gwc, id, err)
 	}
 	return g, nil
@@ -98,10 +120,14 @@ func (k *Kernel) restartGateway(ctx context.Context, old *generation) (*generati
 		ws.expectShutdown.Store(false)
 		return nil, err
 	}
+	del := old.gw.deleteOnStop
 	old.gw.deleteOnStop = false
 	k.stopGeneration(old, 0)
 	g, err := k.connectGateway(ctx, old.gw.id, old.gw.owned)
 	if err != nil {
+		// The old generation stays current: Close deletes the kernel on
+		// the server as it would have, and a later Restart restarts it.
+		old.gw.deleteOnStop = del
 		return nil, err
 	}
 	return g, nil

@@ -49,8 +49,12 @@ type wsConn struct {
 	// restarts it, so the shutdown_reply that follows is not taken for
 	// someone else's doing.
 	expectShutdown atomic.Bool
-	reconnects     atomic.Int64
-	rejected       atomic.Int64
+	// restarted says the kernel was marked gone because the server
+	// restarted it (a "restarting" status or a shutdown_reply asking for a
+	// restart): the kernel id still names a kernel, a fresh one.
+	restarted  atomic.Bool
+	reconnects atomic.Int64
+	rejected   atomic.Int64
 }
 
 var _ Conn = (*wsConn)(nil)
@@ -141,6 +145,7 @@ func (c *wsConn) watch(ch Channel, msg *wire.Message) {
 		}
 		switch st.ExecutionState {
 		case "restarting":
+			c.restarted.Store(true)
 			c.markGone(&DiedError{ExitCode: -1, Remote: "the gateway reported it restarting: the kernel process ended and its state is lost"})
 		case "dead":
 			c.markGone(&DiedError{ExitCode: -1, Remote: "the gateway reported it dead"})
@@ -154,6 +159,7 @@ func (c *wsConn) watch(ch Channel, msg *wire.Message) {
 		}
 		json.Unmarshal(msg.Content, &r)
 		if r.Restart {
+			c.restarted.Store(true)
 			c.markGone(&DiedError{ExitCode: -1, Remote: "another client restarted it; its state is lost"})
 		} else {
 			c.markGone(&DiedError{ExitCode: -1, Remote: "another client shut it down"})
