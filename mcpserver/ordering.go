@@ -102,7 +102,15 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.mu.Lock()
 	c.inflight++
+	_, dup := c.calls[req.ID]
 	c.mu.Unlock()
+	if dup {
+		// A client reusing the id of a call still in flight breaks the
+		// protocol; the new call goes unordered rather than take the
+		// ticket's place, which would leave the first one's ticket
+		// unfinished and its session's queue stuck.
+		return req, nil
+	}
 	if tk, ok := c.srv.stamp(req); ok {
 		c.mu.Lock()
 		c.calls[req.ID] = tk

@@ -90,3 +90,85 @@ func TestOrderedHTTPJoinsInArrivalOrder(t *testing.T) {
 		t.Fatalf("calls joined the queue in the order %v", joined)
 	}
 }
+
+// scriptedConn is a Connection that reads the given messages, then blocks
+// until closed, and records what is written.
+type scriptedConn struct {
+	in     chan jsonrpc.Message
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *scriptedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (c *scriptedConn) Write(context.Context, jsonrpc.Message) error { return nil }
+func (c *scriptedConn) Close() error                                 { c.once.Do(func() { close(c.closed) }); return nil }
+func (c *scriptedConn) SessionID() string                            { return "" }
+
+type scriptedTransport struct{ c *scriptedConn }
+
+func (t scriptedTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// TestOrderedDuplicateRequestID: a client that reuses the id of a call in
+// flight must not leave the first call's ticket unfinished, which would
+// stall the session's queue for good.
+func TestOrderedDuplicateRequestID(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sc := &scriptedConn{in: make(chan jsonrpc.Message, 4), closed: make(chan struct{})}
+	conn, err := s.OrderedTransport(scriptedTransport{sc}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	call := func(id int64) *jsonrpc.Request {
+		rid, _ := jsonrpc.MakeID(float64(id))
+		return &jsonrpc.Request{ID: rid, Method: "tools/call", Params: json.RawMessage(`{"name":"run_code","arguments":{"session_id":"d","code":"1"}}`)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, again, next := call(1), call(1), call(2)
+	for _, m := range []*jsonrpc.Request{first, again, next} {
+		sc.in <- m
+		if _, err := conn.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := s.ticketOf("d", metaOf(t, again)); ok {
+		t.Fatal("the call reusing an id in flight was given a ticket")
+	}
+	// Both answers to id 1 are written; the first finishes the first
+	// call's ticket, so the call after it gets its turn.
+	resp := &jsonrpc.Response{ID: first.ID, Result: json.RawMessage(`{}`)}
+	conn.Write(ctx, resp)
+	conn.Write(ctx, resp)
+	tk, ok := s.ticketOf("d", metaOf(t, next))
+	if !ok {
+		t.Fatal("call 2 has no ticket")
+	}
+	if err := s.turns.wait(ctx, tk); err != nil {
+		t.Fatalf("call 2 never got its turn: %v", err)
+	}
+}
+
+func metaOf(t *testing.T, req *jsonrpc.Request) mcp.Meta {
+	t.Helper()
+	var p struct {
+		Meta mcp.Meta `json:"_meta"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Meta
+}

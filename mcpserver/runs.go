@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,26 +57,27 @@ type run struct {
 	done    chan struct{} // closed when the result is set
 	created time.Time
 
-	mu       sync.Mutex
-	state    string
-	started  time.Time
-	ended    time.Time
-	changed  chan struct{} // closed and replaced when state or input changes
-	pending  []byte        // stream text not yet delivered (its first half, once omitted > 0)
-	tail     []byte        // the newest stream text, once omitted > 0
-	omitted  int           // bytes left out between pending and tail
-	overflow bool          // pending filled up since the last delivery
-	shown    int           // stream bytes delivered so far
-	shownSum hash.Hash     // of those bytes, to find them again in the result
-	lastLine string
-	attached *attachment
-	input    *pendingInput
-	inputSeq int
-	handoff  bool // a call returned without the result
-	finals   int  // times the final result was returned
-	res      *mcp.CallToolResult
-	out      any
-	err      error
+	mu        sync.Mutex
+	state     string
+	started   time.Time
+	ended     time.Time
+	changed   chan struct{} // closed and replaced when state or input changes
+	pending   []byte        // stream text not yet delivered (its first half, once omitted > 0)
+	tail      []byte        // the newest stream text, once omitted > 0
+	omitted   int           // bytes left out between pending and tail
+	overflow  bool          // pending filled up since the last delivery
+	shown     int           // stream bytes delivered so far
+	shownSum  hash.Hash     // of those bytes, to find them again in the result
+	lastLine  string
+	attached  *attachment   // the newest of listeners, or nil
+	listeners []*attachment // calls waiting on the run, oldest first
+	input     *pendingInput
+	inputSeq  int
+	handoff   bool // a call returned without the result
+	finals    int  // times the final result was returned
+	res       *mcp.CallToolResult
+	out       any
+	err       error
 }
 
 // attachment is the call now waiting on a run: progress notifications and
@@ -292,18 +294,23 @@ func (r *run) takeOutputLocked() string {
 	return text
 }
 
-// attach makes a call the run's listener until detach.
+// attach makes a call the run's listener until detach. Calls waiting on
+// one run at once (a run_code and a wait_run from another connection) stack:
+// the newest listens, and when it leaves, the one before it again.
 func (r *run) attach(a *attachment) (detach func()) {
 	if a == nil {
 		return func() {}
 	}
 	r.mu.Lock()
+	r.listeners = append(r.listeners, a)
 	r.attached = a
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
-		if r.attached == a {
-			r.attached = nil
+		r.listeners = slices.DeleteFunc(r.listeners, func(l *attachment) bool { return l == a })
+		r.attached = nil
+		if n := len(r.listeners); n > 0 {
+			r.attached = r.listeners[n-1]
 		}
 		r.mu.Unlock()
 	}

@@ -104,3 +104,34 @@ func contentText(cs []mcp.Content) string {
 	}
 	return b.String()
 }
+
+// TestRunListenersStack: when two calls wait on one run and the newer one
+// leaves, progress goes to the older one again instead of to nobody.
+func TestRunListenersStack(t *testing.T) {
+	r := newTestRun()
+	first, second := &attachment{token: "a"}, &attachment{token: "b"}
+	leaveFirst := r.attach(first)
+	leaveSecond := r.attach(second)
+	if r.attached != second {
+		t.Fatalf("attached %v, want the newest call", r.attached)
+	}
+	leaveSecond()
+	if r.attached != first {
+		t.Fatalf("after the newer call left, attached %v, want the older one", r.attached)
+	}
+	leaveSecond() // leaving twice changes nothing
+	if r.attached != first {
+		t.Fatalf("a second detach moved the listener to %v", r.attached)
+	}
+	leaveFirst()
+	if r.attached != nil || len(r.listeners) != 0 {
+		t.Fatalf("after both left: attached %v, %d listeners", r.attached, len(r.listeners))
+	}
+	// Leaving out of order keeps the newest that is still there.
+	leaveFirst, leaveSecond = r.attach(first), r.attach(second)
+	leaveFirst()
+	if r.attached != second {
+		t.Fatalf("the older call leaving moved the listener to %v", r.attached)
+	}
+	leaveSecond()
+}

@@ -282,8 +282,7 @@ type WaitRunInput struct {
 type SendInputInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
 	RunID     string `json:"run_id,omitempty" jsonschema:"the run waiting for input (default: the session's latest run)"`
-	Text      string `json:"text" jsonschema:"the line to answer with, without a trailing newline"`
-	Password  bool   `json:"password,omitempty" jsonschema:"the text is a secret: it is never shown in outputs or history (getpass answers never are)"`
+	Text      string `json:"text" jsonschema:"the line to answer with, without a trailing newline; answers go to the code only, never into outputs or history"`
 }
 
 // WaitRunProgress is wait_run's structured content while the run goes on;
@@ -300,7 +299,7 @@ type WaitRunProgress struct {
 
 func (s *Server) addRunTools() {
 	addTool(s, &mcp.Tool{Name: "wait_run", Description: "Wait for a run that a call handed off (status running, queued or input_requested) and get what it printed since the previous call, then its final result exactly as run_code gives it (text, images, structured content, isError on an exception). Waits at most `wait` seconds (default and most: the server's max wait) and returns early when the run needs input."}, s.waitRun)
-	addTool(s, &mcp.Tool{Name: "send_input", Description: "Answer the input() or getpass() a run is waiting on (status input_requested). The text goes to the code as the line typed; a getpass answer is never shown in outputs or history."}, s.sendInput)
+	addTool(s, &mcp.Tool{Name: "send_input", Description: "Answer the input() or getpass() a run is waiting on (status input_requested). The text goes to the code as the line typed; no answer is ever shown in outputs or history."}, s.sendInput)
 }
 
 func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitRunInput) (*mcp.CallToolResult, any, error) {
