@@ -399,3 +399,29 @@ func TestLongRunTypeScriptClient(t *testing.T) {
 		}
 	}
 }
+
+// A data-tool query queued behind a run shares one --max-wait with its
+// wait for the turn: it does not get a whole max-wait more once its turn
+// comes (it gets at least 2 s).
+func TestQueryAfterWaitingSharesMaxWait(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--max-wait", "6")
+	var texts []string
+	res, _ := s.run("q", "import time\nready = 1")
+	if st := structured[runState](t, res); st.going() {
+		s.waitRunDone("q", st.RunID, &texts) // a slow kernel start
+	}
+	res, _ = s.run("q", "time.sleep(4)", "background", true)
+	if st := structured[runState](t, res); !st.going() {
+		t.Fatalf("background run: %+v", st)
+	}
+	// The query gets its turn after at least 4 s of the 6, so it may run
+	// for 2 s at most; a whole max-wait would let it run for 6.
+	res = s.call("get_value", map[string]any{"session_id": "q", "expression": "time.sleep(60) or ready"})
+	if !res.IsError || !strings.Contains(text(res), "stopped after 2s") {
+		t.Fatalf("slow query behind a 4 s run with --max-wait 6: %s", text(res))
+	}
+	if _, out := s.run("q", "ready + 1"); out.Result != "2" {
+		t.Fatalf("namespace after the stopped query: %+v", out)
+	}
+}

@@ -268,18 +268,27 @@ func (e *pyError) Error() string { return e.ename + ": " + e.evalue }
 // query runs helper code in the session, in its turn, and returns the JSON
 // it replied with.
 func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *Session, src string, args map[string]any) (json.RawMessage, error) {
+	// One deadline for the whole call: the wait for the session's turn
+	// and the query share --max-wait, so a query that got its turn late
+	// does not hold the client for another max-wait.
+	deadline := time.Now().Add(s.cfg.MaxWait)
 	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return s.queryHeld(ctx, ss, src, args)
+	limit := min(s.queryLimit(), max(time.Until(deadline), minQueryTime))
+	return s.queryHeld(ctx, ss, src, args, limit)
 }
+
+// minQueryTime is the least time a query gets once its turn has come, even
+// when --max-wait has nearly run out waiting for it.
+const minQueryTime = 2 * time.Second
 
 // queryHeld is query for a caller that holds the session's execution right.
 // The code runs silently: no execution count, no IPython history, nothing
 // defined in the user's namespace.
-func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args map[string]any) (json.RawMessage, error) {
+func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args map[string]any, limit time.Duration) (json.RawMessage, error) {
 	if err := ss.gone(); err != nil {
 		return nil, err
 	}
@@ -295,7 +304,6 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 		return nil, err
 	}
 	code := "exec(compile(" + pyString(src) + `, "<kernel-mcp>", "exec"), {"_km_args": ` + pyString(string(a)) + `, "_km_ns": globals()})`
-	limit := s.queryLimit()
 	qctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	res, err := k.Execute(qctx, code, kernel.ExecuteOptions{Silent: true, NoStoreHistory: true, MaxOutputs: 100, MaxStreamBytes: 64 << 10})
@@ -315,7 +323,7 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 		return nil, &pyError{ename: execErr.EName, evalue: history.PlainText(execErr.EValue)}
 	case err != nil:
 		if res != nil && res.Interrupted {
-			return nil, fmt.Errorf("session %q: stopped after %v", ss.id, limit)
+			return nil, fmt.Errorf("session %q: stopped after %v (a query gets at most 2 minutes, and no more than --max-wait leaves it after waiting for its turn)", ss.id, limit.Round(100*time.Millisecond))
 		}
 		return nil, fmt.Errorf("session %q: %v", ss.id, err)
 	}
@@ -765,7 +773,7 @@ func (s *Server) fitOLS(ctx context.Context, r *run, ss *Session, code, model st
 		}
 		return errResult[EstimateOLSOutput]("%s", strings.Join(parts, "\n"))
 	}
-	raw, err := s.queryHeld(ctx, ss, pyOLSStats, map[string]any{"model": model, "lags": 2})
+	raw, err := s.queryHeld(ctx, ss, pyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
 	if err != nil {
 		return errResult[EstimateOLSOutput]("the model was fitted (see the history) but its statistics could not be read: %v", err)
 	}
