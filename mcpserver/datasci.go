@@ -323,7 +323,7 @@ func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args ma
 		return nil, &pyError{ename: execErr.EName, evalue: history.PlainText(execErr.EValue)}
 	case err != nil:
 		if res != nil && res.Interrupted {
-			return nil, fmt.Errorf("session %q: stopped after %v (a query gets at most 2 minutes, and no more than --max-wait leaves it after waiting for its turn)", ss.id, limit.Round(100*time.Millisecond))
+			return nil, fmt.Errorf("session %q: stopped after %v (a query gets at most %v, and no more than --max-wait leaves it after waiting for its turn)", ss.id, limit.Round(100*time.Millisecond), queryTimeout)
 		}
 		return nil, fmt.Errorf("session %q: %v", ss.id, err)
 	}

@@ -58,7 +58,7 @@ func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &orderedConn{Connection: c, srv: o.srv, turns: o.srv.turns, calls: make(map[jsonrpc.ID]ticket), closed: make(chan struct{})}, nil
+	return &orderedConn{Connection: c, srv: o.srv, turns: o.srv.turns, calls: make(map[jsonrpc.ID]inflightCall), closed: make(chan struct{})}, nil
 }
 
 // orderedConn stamps tickets. The turnstile is the server's, shared by every
@@ -69,9 +69,9 @@ type orderedConn struct {
 	turns *turnstile
 
 	mu       sync.Mutex
-	calls    map[jsonrpc.ID]ticket // request id -> its ticket, until answered
-	inflight int                   // requests read and not yet answered
-	idle     chan struct{}         // closed when inflight drops to 0, if someone waits
+	calls    map[jsonrpc.ID]inflightCall // every request read, until answered
+	inflight int                         // requests read and not yet answered
+	idle     chan struct{}               // closed when inflight drops to 0, if someone waits
 
 	closed    chan struct{} // closed by Close: nothing more will be written
 	closeOnce sync.Once
@@ -103,18 +103,26 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	c.mu.Lock()
 	c.inflight++
 	_, dup := c.calls[req.ID]
+	if !dup {
+		c.calls[req.ID] = inflightCall{}
+	}
 	c.mu.Unlock()
 	if dup {
 		// A client reusing the id of a call still in flight breaks the
-		// protocol; the new call goes unordered rather than take the
-		// ticket's place, which would leave the first one's ticket
-		// unfinished and its session's queue stuck.
+		// protocol (the SDK refuses the second); it gets no ticket, which
+		// would never be given back.
 		return req, nil
 	}
 	if tk, ok := c.srv.stamp(req); ok {
 		c.mu.Lock()
-		c.calls[req.ID] = tk
+		_, open := c.calls[req.ID] // Close may have let go of every call
+		if open {
+			c.calls[req.ID] = inflightCall{tk: tk, stamped: true}
+		}
 		c.mu.Unlock()
+		if !open {
+			c.turns.done(tk)
+		}
 	}
 	return req, nil
 }
@@ -169,22 +177,33 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 }
 
 func (c *orderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.Connection.Write(ctx, msg)
+	}
+	// The id is free again before its answer is written, as in the SDK: a
+	// client may reuse it as soon as it has the answer.
+	c.mu.Lock()
+	call, found := c.calls[resp.ID]
+	delete(c.calls, resp.ID)
+	c.inflight--
+	if c.inflight <= 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+	c.mu.Unlock()
 	err := c.Connection.Write(ctx, msg)
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.mu.Lock()
-		tk, found := c.calls[resp.ID]
-		delete(c.calls, resp.ID)
-		c.inflight--
-		if c.inflight <= 0 && c.idle != nil {
-			close(c.idle)
-			c.idle = nil
-		}
-		c.mu.Unlock()
-		if found {
-			c.turns.done(tk)
-		}
+	if found && call.stamped {
+		c.turns.done(call.tk)
 	}
 	return err
+}
+
+// inflightCall is a request read and not yet answered, with its ticket if
+// it is a queued tool call.
+type inflightCall struct {
+	tk      ticket
+	stamped bool
 }
 
 // drain waits, at most drainWait, until every request read so far has been
@@ -216,10 +235,12 @@ func (c *orderedConn) Close() error {
 	err := c.Connection.Close()
 	c.mu.Lock()
 	calls := c.calls
-	c.calls = map[jsonrpc.ID]ticket{}
+	c.calls = map[jsonrpc.ID]inflightCall{}
 	c.mu.Unlock()
-	for _, tk := range calls {
-		c.turns.done(tk)
+	for _, call := range calls {
+		if call.stamped {
+			c.turns.done(call.tk)
+		}
 	}
 	return err
 }

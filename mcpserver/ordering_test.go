@@ -118,47 +118,63 @@ type scriptedTransport struct{ c *scriptedConn }
 func (t scriptedTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
 
 // TestOrderedDuplicateRequestID: a client that reuses the id of a call in
-// flight must not leave the first call's ticket unfinished, which would
-// stall the session's queue for good.
+// flight (queued or not) must not leave a ticket unfinished, which would
+// stall the session's queue; an id answered already may be used again.
 func TestOrderedDuplicateRequestID(t *testing.T) {
 	s, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	sc := &scriptedConn{in: make(chan jsonrpc.Message, 4), closed: make(chan struct{})}
+	sc := &scriptedConn{in: make(chan jsonrpc.Message, 8), closed: make(chan struct{})}
 	conn, err := s.OrderedTransport(scriptedTransport{sc}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	call := func(id int64) *jsonrpc.Request {
-		rid, _ := jsonrpc.MakeID(float64(id))
-		return &jsonrpc.Request{ID: rid, Method: "tools/call", Params: json.RawMessage(`{"name":"run_code","arguments":{"session_id":"d","code":"1"}}`)}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	first, again, next := call(1), call(1), call(2)
-	for _, m := range []*jsonrpc.Request{first, again, next} {
-		sc.in <- m
+	call := func(id int64, tool string) *jsonrpc.Request {
+		t.Helper()
+		rid, _ := jsonrpc.MakeID(float64(id))
+		req := &jsonrpc.Request{ID: rid, Method: "tools/call", Params: json.RawMessage(`{"name":"` + tool + `","arguments":{"session_id":"d","code":"1"}}`)}
+		sc.in <- req
 		if _, err := conn.Read(ctx); err != nil {
 			t.Fatal(err)
 		}
+		return req
 	}
-	if _, ok := s.ticketOf("d", metaOf(t, again)); ok {
-		t.Fatal("the call reusing an id in flight was given a ticket")
+	answer := func(id jsonrpc.ID) {
+		t.Helper()
+		if err := conn.Write(ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// Both answers to id 1 are written; the first finishes the first
-	// call's ticket, so the call after it gets its turn.
-	resp := &jsonrpc.Response{ID: first.ID, Result: json.RawMessage(`{}`)}
-	conn.Write(ctx, resp)
-	conn.Write(ctx, resp)
-	tk, ok := s.ticketOf("d", metaOf(t, next))
-	if !ok {
-		t.Fatal("call 2 has no ticket")
+	// The SDK refuses a duplicate with an error response that has no id.
+	refuse := func() { answer(jsonrpc.ID{}) }
+
+	waiting := call(1, "wait_run") // not queued: no ticket
+	if _, ok := s.ticketOf("d", metaOf(t, call(1, "run_code"))); ok {
+		t.Error("a run_code reusing the id of a wait_run in flight was given a ticket")
 	}
-	if err := s.turns.wait(ctx, tk); err != nil {
-		t.Fatalf("call 2 never got its turn: %v", err)
+	refuse()
+	first := call(2, "run_code")
+	if _, ok := s.ticketOf("d", metaOf(t, call(2, "run_code"))); ok {
+		t.Error("a run_code reusing the id of a run_code in flight was given a ticket")
+	}
+	refuse()
+	answer(first.ID)
+	answer(waiting.ID)
+	// Both ids are free again: reusing them is legal, and ordered.
+	for _, id := range []int64{1, 2} {
+		tk, ok := s.ticketOf("d", metaOf(t, call(id, "run_code")))
+		if !ok {
+			t.Fatalf("id %d, reused after its answer, has no ticket", id)
+		}
+		if err := s.turns.wait(ctx, tk); err != nil {
+			t.Fatalf("id %d never got its turn: %v", id, err)
+		}
+		s.turns.done(tk)
 	}
 }
 
