@@ -69,12 +69,9 @@ type run struct {
 	shown     int           // stream bytes delivered so far
 	shownSum  hash.Hash     // of those bytes, to find them again in the result
 	lastLine  string
-	attached  *attachment   // the newest of listeners, or nil
-	listeners []*attachment // calls waiting on the run, oldest first
+	listeners []*attachment // calls waiting on the run, oldest first; the newest listens
 	input     *pendingInput
 	inputSeq  int
-	handoff   bool // a call returned without the result
-	finals    int  // times the final result was returned
 	res       *mcp.CallToolResult
 	out       any
 	err       error
@@ -303,17 +300,21 @@ func (r *run) attach(a *attachment) (detach func()) {
 	}
 	r.mu.Lock()
 	r.listeners = append(r.listeners, a)
-	r.attached = a
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
 		r.listeners = slices.DeleteFunc(r.listeners, func(l *attachment) bool { return l == a })
-		r.attached = nil
-		if n := len(r.listeners); n > 0 {
-			r.attached = r.listeners[n-1]
-		}
 		r.mu.Unlock()
 	}
+}
+
+// listenerLocked is the call that gets the run's progress: the newest
+// waiting, or nil.
+func (r *run) listenerLocked() *attachment {
+	if n := len(r.listeners); n > 0 {
+		return r.listeners[n-1]
+	}
+	return nil
 }
 
 // awaitResult is why await returned.
@@ -371,7 +372,7 @@ func (r *run) progress() (stop func()) {
 			case <-t.C:
 			}
 			r.mu.Lock()
-			a, line, started := r.attached, r.lastLine, r.started
+			a, line, started := r.listenerLocked(), r.lastLine, r.started
 			if a != nil {
 				a.ticks++
 			}

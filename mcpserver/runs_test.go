@@ -112,26 +112,26 @@ func TestRunListenersStack(t *testing.T) {
 	first, second := &attachment{token: "a"}, &attachment{token: "b"}
 	leaveFirst := r.attach(first)
 	leaveSecond := r.attach(second)
-	if r.attached != second {
-		t.Fatalf("attached %v, want the newest call", r.attached)
+	if r.listenerLocked() != second {
+		t.Fatalf("attached %v, want the newest call", r.listenerLocked())
 	}
 	leaveSecond()
-	if r.attached != first {
-		t.Fatalf("after the newer call left, attached %v, want the older one", r.attached)
+	if r.listenerLocked() != first {
+		t.Fatalf("after the newer call left, attached %v, want the older one", r.listenerLocked())
 	}
 	leaveSecond() // leaving twice changes nothing
-	if r.attached != first {
-		t.Fatalf("a second detach moved the listener to %v", r.attached)
+	if r.listenerLocked() != first {
+		t.Fatalf("a second detach moved the listener to %v", r.listenerLocked())
 	}
 	leaveFirst()
-	if r.attached != nil || len(r.listeners) != 0 {
-		t.Fatalf("after both left: attached %v, %d listeners", r.attached, len(r.listeners))
+	if r.listenerLocked() != nil || len(r.listeners) != 0 {
+		t.Fatalf("after both left: attached %v, %d listeners", r.listenerLocked(), len(r.listeners))
 	}
 	// Leaving out of order keeps the newest that is still there.
 	leaveFirst, leaveSecond = r.attach(first), r.attach(second)
 	leaveFirst()
-	if r.attached != second {
-		t.Fatalf("the older call leaving moved the listener to %v", r.attached)
+	if r.listenerLocked() != second {
+		t.Fatalf("the older call leaving moved the listener to %v", r.listenerLocked())
 	}
 	leaveSecond()
 }

@@ -173,10 +173,10 @@ func (s *Server) releaseTicket(session string, meta mcp.Meta) {
 	}
 }
 
-// handOff marks the run handed off and takes the output so far.
+// handOff takes the output so far, for a call that returns before the run
+// ends.
 func (r *run) handOff() (RunView, string) {
 	r.mu.Lock()
-	r.handoff = true
 	out := r.takeOutputLocked()
 	r.mu.Unlock()
 	return r.view(), out
@@ -210,7 +210,6 @@ func handoffResult(s *Server, ss *Session, v RunView, label, output string) *mcp
 func (r *run) final() (*mcp.CallToolResult, any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.finals++
 	return r.res, r.out, r.err
 }
 
