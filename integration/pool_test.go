@@ -208,11 +208,30 @@ func TestPoolMemoryLimit(t *testing.T) {
 // kernelChildren lists the pids of ipykernel processes whose parent is pid.
 func kernelChildren(t *testing.T, pid int) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	parent, err := parents()
 	if err != nil {
 		t.Skip("no /proc")
 	}
 	var kids []int
+	for n, p := range parent {
+		if p != pid {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(n) + "/cmdline")
+		if strings.Contains(string(cmdline), "ipykernel") {
+			kids = append(kids, n)
+		}
+	}
+	return kids
+}
+
+// parents maps the pid of every process in /proc to its parent's pid.
+func parents() (map[int]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	parent := map[int]int{}
 	for _, e := range entries {
 		n, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -225,13 +244,9 @@ func kernelChildren(t *testing.T, pid int) []int {
 		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
 		s := string(stat)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if strings.Contains(string(cmdline), "ipykernel") {
-			kids = append(kids, n)
+		if len(f) >= 2 {
+			parent[n], _ = strconv.Atoi(f[1])
 		}
 	}
-	return kids
+	return parent, nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,23 +214,7 @@ func TestSandbox(t *testing.T) {
 
 // descendants returns pid and every process below it.
 func descendants(pid int) []int {
-	parent := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) >= 2 {
-			parent[n], _ = strconv.Atoi(f[1])
-		}
-	}
+	parent, _ := parents()
 	out := []int{pid}
 	for i := 0; i < len(out); i++ {
 		for c, p := range parent {

@@ -89,18 +89,7 @@ func TestUsersAreIsolated(t *testing.T) {
 
 	// Without a known token: 401.
 	for _, auth := range []string{"", "Bearer not-a-user-token-000000", "Bearer " + aliceToken + "x"} {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
+		if resp := pingWith(t, url, auth); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("Authorization %q: status %d", auth, resp.StatusCode)
 		}
 	}
