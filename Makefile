@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # The Python whose ipykernel runs user code: PYTHON_MCP_INTERPRETER if set.
 PYTHON ?= $(or $(PYTHON_MCP_INTERPRETER),python3)
 
-.PHONY: all build run test vet staticcheck cross bench fuzz clean
+.PHONY: all build run test vet staticcheck cross tracked bench fuzz clean
 
 all: build
 
@@ -36,9 +36,14 @@ cross:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
 
+# No build output, log or binary is ever committed: a tracked file over 1 MB
+# or a compiled binary fails the suite.
+tracked:
+	bash scripts/check-tracked.sh
+
 # The whole suite: static checks, cross builds, and every test with the race
 # detector against real kernels.
-test: vet staticcheck cross
+test: tracked vet staticcheck cross
 	$(GO) test -race -count=1 -timeout 25m ./...
 	# Fuzz budgets are counts, not durations: with a duration, Go 1.26's
 	# fuzzing coordinator can report "context deadline exceeded" at the
