@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,10 +208,18 @@ func handoffResult(s *Server, ss *Session, v RunView, label, output string) *mcp
 }
 
 // final returns the run's result, as the call that started it would have.
+// Each call gets a copy of its own: the SDK writes the structured content
+// (and may add content) into the result it is handed, and several calls
+// can return one run's result at once.
 func (r *run) final() (*mcp.CallToolResult, any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.res, r.out, r.err
+	if r.res == nil {
+		return nil, r.out, r.err
+	}
+	c := *r.res
+	c.Content = slices.Clone(r.res.Content)
+	return &c, r.out, r.err
 }
 
 // streamShown is what of a block's stream output earlier calls already
