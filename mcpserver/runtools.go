@@ -318,7 +318,8 @@ func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitR
 		switch {
 		case math.IsNaN(w) || math.IsInf(w, 0) || w < 0:
 			return errResult[any]("invalid wait %v: give seconds >= 0, at most %v", w, s.cfg.MaxWait.Seconds())
-		case time.Duration(w*float64(time.Second)) > s.cfg.MaxWait:
+		case w > s.cfg.MaxWait.Seconds():
+			// Compared in seconds: a huge wait would overflow a Duration.
 			note = fmt.Sprintf("wait %v s is more than the server's max wait; waited at most %v s (--max-wait).", w, s.cfg.MaxWait.Seconds())
 		default:
 			wait = time.Duration(w * float64(time.Second))
