@@ -513,6 +513,20 @@ func (ss *Session) findRun(id string) (*run, error) {
 	return nil, fmt.Errorf("no run %q in session %q; its runs: %s (the last %d are kept)", id, ss.id, strings.Join(ids, ", "), keepRuns)
 }
 
+// askingRun is the session's oldest run with an unanswered question, or
+// nil: the one send_input answers when no run is named.
+func (ss *Session) askingRun() *run {
+	ss.mu.Lock()
+	runs := append([]*run(nil), ss.runs...)
+	ss.mu.Unlock()
+	for _, r := range runs {
+		if r.pendingQuestion() != nil {
+			return r
+		}
+	}
+	return nil
+}
+
 // queuedRuns counts the session's runs waiting for their turn.
 func (ss *Session) queuedRuns() int {
 	ss.mu.Lock()

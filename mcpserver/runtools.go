@@ -289,7 +289,7 @@ type WaitRunInput struct {
 // SendInputInput is the input of send_input.
 type SendInputInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	RunID     string `json:"run_id,omitempty" jsonschema:"the run waiting for input (default: the session's latest run)"`
+	RunID     string `json:"run_id,omitempty" jsonschema:"the run waiting for input (default: the session's run that waits for input)"`
 	Text      string `json:"text" jsonschema:"the line to answer with, without a trailing newline; answers go to the code only, never into outputs or history"`
 }
 
@@ -364,9 +364,14 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	r, err := ss.findRun(in.RunID)
-	if err != nil {
-		return errResult[MessageOutput]("%v", err)
+	var r *run
+	if in.RunID == "" {
+		r = ss.askingRun()
+	}
+	if r == nil {
+		if r, err = ss.findRun(in.RunID); err != nil {
+			return errResult[MessageOutput]("%v", err)
+		}
 	}
 	ir, ok := r.answer(0, inputAnswer{text: in.Text})
 	if !ok {
