@@ -357,6 +357,30 @@ func (r *run) await(ctx context.Context, d time.Duration, a *attachment) awaitRe
 	}
 }
 
+// awaitStart waits, when the run's turn has come, until it has left the
+// queued state (it starts, or fails to start). A run still behind earlier
+// calls is not waited for.
+func (r *run) awaitStart(ctx context.Context) {
+	if !isClosed(r.job.turn) {
+		return
+	}
+	for {
+		r.mu.Lock()
+		state, changed := r.state, r.changed
+		r.mu.Unlock()
+		if state != runQueued {
+			return
+		}
+		select {
+		case <-changed:
+		case <-r.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // progress sends notifications/progress with the newest output line, every
 // second, to the call attached to the run, when it asked for progress.
 func (r *run) progress() (stop func()) {

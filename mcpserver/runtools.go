@@ -41,6 +41,9 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	wait := s.cfg.MaxWait
 	if background {
 		wait = 0
+		// A run whose turn has come is about to start: say it runs, not
+		// that it waits behind earlier calls.
+		r.awaitStart(ctx)
 	}
 	// Not handed off yet: cancelling the call stops the run, as a cancelled
 	// call always did.
@@ -80,11 +83,13 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 		return res, o, err
 	}
 	v, output := r.handOff()
+	// One cut for the text and the structured output alike.
+	output, _ = history.CutMiddle(output, s.cfg.OutputLimit)
 	label := "Output so far:"
 	if req.Params.Name == "wait_run" {
 		label = "Output since the last call:"
 	}
-	return handoffResult(s, r.ss, v, label, output), handoff(v, output), nil
+	return handoffResult(r.ss, v, label, output, wait == 0), handoff(v, output), nil
 }
 
 // canElicit reports whether the calling client declared elicitation.
@@ -184,7 +189,8 @@ func (r *run) handOff() (RunView, string) {
 }
 
 // handoffResult is the text of a call that returns before its run ends.
-func handoffResult(s *Server, ss *Session, v RunView, label, output string) *mcp.CallToolResult {
+// background is set for a call that did not wait.
+func handoffResult(ss *Session, v RunView, label, output string, background bool) *mcp.CallToolResult {
 	ref := fmt.Sprintf(`{"session_id": %q, "run_id": %q}`, ss.id, v.RunID)
 	var b strings.Builder
 	switch v.Status {
@@ -196,13 +202,18 @@ func handoffResult(s *Server, ss *Session, v RunView, label, output string) *mcp
 			what = "getpass()"
 		}
 		fmt.Fprintf(&b, "Run %s in session %q waits for input: the code called %s with the prompt %q. Answer with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, then call wait_run %s; interrupt_session stops the run instead.", v.RunID, ss.id, what, v.Prompt, ss.id, v.RunID, ref)
+	case runRunning:
+		if background {
+			fmt.Fprintf(&b, "Run %s in session %q is running in the background. Call wait_run %s for its output and result; interrupt_session stops it.", v.RunID, ss.id, ref)
+			break
+		}
+		fallthrough
 	default:
 		fmt.Fprintf(&b, "Run %s in session %q is still running after %v; it goes on in the kernel. Call wait_run %s for more output and the result; interrupt_session stops it.", v.RunID, ss.id, (time.Duration(v.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond), ref)
 	}
 	if output != "" {
-		out, _ := history.CutMiddle(output, s.cfg.OutputLimit)
 		b.WriteString("\n" + label + "\n")
-		b.WriteString(strings.TrimRight(out, "\n"))
+		b.WriteString(strings.TrimRight(output, "\n"))
 	}
 	return textResult(b.String())
 }
