@@ -170,6 +170,11 @@ func TestOutputLimitWholeResult(t *testing.T) {
 		{"run_code {start}", "run_code", map[string]any{"session_id": "nb", "start": 0}},
 	} {
 		r := s.call(tc.tool, tc.args)
+		if st := structured[runState](t, r); st.going() {
+			// A fresh kernel can take longer than --max-wait to start.
+			var texts []string
+			r, _ = s.waitRunDone("nb", st.RunID, &texts)
+		}
 		if r.IsError {
 			t.Fatalf("%s: %s", tc.what, text(r))
 		}

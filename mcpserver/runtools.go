@@ -38,7 +38,7 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return errResult[Out]("%v", err)
 	}
-	wait := s.cfg.MaxWait
+	wait := s.maxWaitLeft(ctx)
 	if background {
 		wait = 0
 		// A run whose turn has come is about to start: say it runs, not
