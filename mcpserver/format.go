@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
@@ -333,4 +334,126 @@ func ensureNewline(b *strings.Builder) {
 	if len(s) > 0 && !strings.HasSuffix(s, "\n") {
 		b.WriteByte('\n')
 	}
+}
+
+// limitJoined holds a result joined from several blocks' results (rerun_code,
+// run_code with start/end, run_notebook) to the output limit as a whole, as
+// one block's result is: its text content in all, and the blocks' results
+// and tracebacks in all, each cut in the middle with a note of what was
+// left out. Cutting each block on its own let ten blocks return ten times
+// the limit.
+func (s *Server) limitJoined(res *mcp.CallToolResult, out RunOutput, err error) (*mcp.CallToolResult, RunOutput, error) {
+	limit := s.cfg.OutputLimit
+	if err != nil || res == nil || limit <= 0 {
+		return res, out, err
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	texts, cut := cutAcross(texts, limit)
+	if cut {
+		content := make([]mcp.Content, 0, len(res.Content))
+		i := 0
+		for _, c := range res.Content {
+			if _, ok := c.(*mcp.TextContent); ok {
+				if t := texts[i]; t != "" {
+					content = append(content, &mcp.TextContent{Text: t})
+				}
+				i++
+				continue
+			}
+			content = append(content, c)
+		}
+		c := *res
+		c.Content = content
+		res = &c
+	}
+	var strs []string
+	for _, b := range out.Blocks {
+		strs = append(strs, b.Result)
+		if b.Error != nil {
+			strs = append(strs, b.Error.Traceback)
+		}
+	}
+	strs, bcut := cutAcross(strs, limit)
+	if bcut {
+		blocks := slices.Clone(out.Blocks)
+		i := 0
+		for n := range blocks {
+			blocks[n].Result = strs[i]
+			i++
+			if e := blocks[n].Error; e != nil {
+				c := *e // shared with the block's own result
+				c.Traceback = strs[i]
+				blocks[n].Error = &c
+				i++
+			}
+		}
+		out.Blocks = blocks
+	}
+	out.Truncated = out.Truncated || cut || bcut
+	return res, out, nil
+}
+
+// cutAcross keeps parts, taken as one text, within limit characters: the
+// head and the tail of the whole are kept, and the note of how much was
+// left out goes where the cut begins. Parts wholly inside the cut become
+// empty (or hold just the note).
+func cutAcross(parts []string, limit int) ([]string, bool) {
+	if limit <= 0 {
+		return parts, false
+	}
+	counts := make([]int, len(parts))
+	n := 0
+	for i, p := range parts {
+		counts[i] = utf8.RuneCountInString(p)
+		n += counts[i]
+	}
+	if n <= limit {
+		return parts, false
+	}
+	head := limit / 2
+	tailFrom := n - (limit - head)
+	out := make([]string, len(parts))
+	o := 0
+	for i, p := range parts {
+		l := counts[i]
+		keepHead := min(max(head-o, 0), l)
+		keepTailFrom := min(max(tailFrom-o, 0), l)
+		var b strings.Builder
+		b.WriteString(runePrefix(p, keepHead))
+		if o <= head && head < o+l {
+			b.WriteString(omittedNote(n - limit))
+		}
+		b.WriteString(runeSuffix(p, l-keepTailFrom))
+		out[i] = b.String()
+		o += l
+	}
+	return out, true
+}
+
+// omittedNote is the note history.CutMiddle leaves where it cut.
+func omittedNote(n int) string { return fmt.Sprintf("\n... [%d characters omitted] ...\n", n) }
+
+// runePrefix is the first n runes of s.
+func runePrefix(s string, n int) string {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+// runeSuffix is the last n runes of s.
+func runeSuffix(s string, n int) string {
+	j := len(s)
+	for ; n > 0 && j > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(s[:j])
+		j -= size
+	}
+	return s[j:]
 }

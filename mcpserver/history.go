@@ -474,7 +474,7 @@ func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in Rer
 		if err := ss.restart(ctx); err != nil {
 			return errResult[RunOutput]("session %q: restart failed: %v", ss.id, err)
 		}
-		return s.replay(ctx, r, ss, entries, first, timeout)
+		return s.limitJoined(s.replay(ctx, r, ss, entries, first, timeout))
 	}, runHandoff(ss))
 }
 
@@ -492,6 +492,6 @@ func (s *Server) runSlice(ctx context.Context, req *mcp.CallToolRequest, in RunC
 			ss.mu.Unlock()
 			return errResult[RunOutput]("no blocks in that range: session %q has %d", ss.id, n)
 		}
-		return s.replay(ctx, r, ss, entries, first, timeout)
+		return s.limitJoined(s.replay(ctx, r, ss, entries, first, timeout))
 	}, runHandoff(ss))
 }

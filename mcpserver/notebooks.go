@@ -300,7 +300,7 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		if err := ss.checkLanguage(lang, path); err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
-		return s.runCells(ctx, r, ss, path, picked, lo, hi, timeout)
+		return s.limitJoined(s.runCells(ctx, r, ss, path, picked, lo, hi, timeout))
 	}, runHandoff(ss))
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -143,17 +144,10 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	if !queuedTools[name] {
 		return ticket{}, false
 	}
-	var args struct {
-		SessionID any `json:"session_id"`
-	}
-	json.Unmarshal(params["arguments"], &args)
-	sid, isString := args.SessionID.(string)
-	if args.SessionID != nil && !isString {
+	sid, ok := ticketSession(params["arguments"])
+	if !ok {
 		return ticket{}, false // fails validation; nothing to order
 	}
-	// The handlers read a missing or empty session_id as "default": the
-	// ticket must be for the queue they wait on.
-	sid = sessionOr(sid)
 	meta := map[string]any{}
 	json.Unmarshal(params["_meta"], &meta)
 	if meta == nil {
@@ -174,6 +168,64 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	}
 	req.Params = p
 	return tk, true
+}
+
+// ticketSession is the session whose queue a call's ticket is for: the
+// handlers read a missing or empty session_id as "default". ok is false for
+// a session_id that is not a string (it fails validation).
+func ticketSession(arguments json.RawMessage) (sid string, ok bool) {
+	var args struct {
+		SessionID any `json:"session_id"`
+	}
+	json.Unmarshal(arguments, &args)
+	sid, isString := args.SessionID.(string)
+	if args.SessionID != nil && !isString {
+		return "", false
+	}
+	return sessionOr(sid), true
+}
+
+// awaitTicket waits, before a queued tool's handler acts at all, until the
+// calls of the same session sent before it have joined the session's queue
+// (or ended). So the handler finds the registry as they left it: a run_code
+// sent after a create_session runs in the session created, with its cwd,
+// and a create_session sent after a delete_session finds the delete queued.
+// The wait is bounded by Config.MaxWait; a call resuming a run (multi
+// round-trip) does not wait, since runTool gives its ticket back at once.
+func (s *Server) awaitTicket(ctx context.Context, req *mcp.CallToolRequest) error {
+	if req == nil || req.Params == nil || req.Params.RequestState != "" {
+		return nil
+	}
+	sid, ok := ticketSession(req.Params.Arguments)
+	if !ok {
+		return nil
+	}
+	tk, ok := s.ticketOf(sid, req.Params.Meta)
+	if !ok {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
+	defer cancel()
+	if err := s.turns.wait(wctx, tk); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", sid, ctx.Err())
+		}
+		return fmt.Errorf("session %q stayed busy for %v with earlier calls; nothing was done. Try again later", sid, s.cfg.MaxWait)
+	}
+	return nil
+}
+
+// callStartKey carries, in a queued tool's ctx, when its handler was called,
+// so that the wait for its ticket counts against its --max-wait.
+type callStartKey struct{}
+
+// maxWaitLeft is what is left of Config.MaxWait for the call of ctx.
+func (s *Server) maxWaitLeft(ctx context.Context) time.Duration {
+	start, ok := ctx.Value(callStartKey{}).(time.Time)
+	if !ok {
+		return s.cfg.MaxWait
+	}
+	return max(s.cfg.MaxWait-time.Since(start), 0)
 }
 
 func (c *orderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -1,9 +1,11 @@
 package mcpserver
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -82,7 +84,22 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out])
 	if !slices.Contains(allTools, t.Name) {
 		panic("mcpserver: tool " + t.Name + " missing from allTools")
 	}
-	if s.offers(t.Name) {
-		mcp.AddTool(s.mcp, t, h)
+	if !s.offers(t.Name) {
+		return
 	}
+	if queuedTools[t.Name] {
+		// A queued call acts in the order it was sent: nothing it does,
+		// not even finding or creating its session, comes before the
+		// calls sent ahead of it (see awaitTicket).
+		inner := h
+		h = func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			ctx = context.WithValue(ctx, callStartKey{}, time.Now())
+			if err := s.awaitTicket(ctx, req); err != nil {
+				var zero Out
+				return nil, zero, err
+			}
+			return inner(ctx, req, in)
+		}
+	}
+	mcp.AddTool(s.mcp, t, h)
 }

@@ -18,7 +18,8 @@ import (
 
 // job is one place in a session's queue.
 type job struct {
-	turn chan struct{} // closed when the job reaches the head of the queue
+	turn    chan struct{} // closed when the job reaches the head of the queue
+	deletes bool          // delete_session's: the session goes when it runs
 }
 
 func newJob() *job { return &job{turn: make(chan struct{})} }
@@ -70,6 +71,14 @@ func (ss *Session) tryHold() (*job, bool) {
 	return j, true
 }
 
+// deleteQueued reports whether a delete_session holds or waits for the
+// session.
+func (ss *Session) deleteQueued() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return slices.ContainsFunc(ss.queue, func(j *job) bool { return j.deletes })
+}
+
 // queueLen is the number of jobs holding or waiting for the session.
 func (ss *Session) queueLen() int {
 	ss.mu.Lock()
@@ -81,15 +90,20 @@ func (ss *Session) queueLen() int {
 // for the call's ticket (calls that arrived earlier join first), joins, and
 // gives the ticket back at once so that later calls can join behind it.
 func (s *Server) join(ctx context.Context, ss *Session, meta mcp.Meta) (*job, error) {
+	j := newJob()
+	return j, s.joinAs(ctx, ss, meta, j)
+}
+
+// joinAs is join for a job the caller made.
+func (s *Server) joinAs(ctx context.Context, ss *Session, meta mcp.Meta, j *job) error {
 	if tk, ok := s.ticketOf(ss.id, meta); ok {
 		defer s.turns.done(tk)
 		if err := s.turns.wait(ctx, tk); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	j := newJob()
 	ss.enqueue(j)
-	return j, nil
+	return nil
 }
 
 // waitTurn is for calls that are not runs (resets, deletes, queries): it
@@ -98,8 +112,12 @@ func (s *Server) join(ctx context.Context, ss *Session, meta mcp.Meta) (*job, er
 // session deleted by a call ahead of this one is an error. The returned
 // release gives the right back.
 func (s *Server) waitTurn(ctx context.Context, ss *Session, meta mcp.Meta) (release func(), err error) {
-	j, err := s.join(ctx, ss, meta)
-	if err != nil {
+	return s.waitTurnAs(ctx, ss, meta, newJob())
+}
+
+// waitTurnAs is waitTurn for a job the caller made.
+func (s *Server) waitTurnAs(ctx context.Context, ss *Session, meta mcp.Meta, j *job) (release func(), err error) {
+	if err := s.joinAs(ctx, ss, meta, j); err != nil {
 		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
 	}
 	t := time.NewTimer(s.cfg.MaxWait)

@@ -357,6 +357,30 @@ func (r *run) await(ctx context.Context, d time.Duration, a *attachment) awaitRe
 	}
 }
 
+// awaitStart waits, when the run's turn has come, until it has left the
+// queued state (it starts, or fails to start). A run still behind earlier
+// calls is not waited for.
+func (r *run) awaitStart(ctx context.Context) {
+	if !isClosed(r.job.turn) {
+		return
+	}
+	for {
+		r.mu.Lock()
+		state, changed := r.state, r.changed
+		r.mu.Unlock()
+		if state != runQueued {
+			return
+		}
+		select {
+		case <-changed:
+		case <-r.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // progress sends notifications/progress with the newest output line, every
 // second, to the call attached to the run, when it asked for progress.
 func (r *run) progress() (stop func()) {
@@ -511,6 +535,20 @@ func (ss *Session) findRun(id string) (*run, error) {
 		ids[i] = r.id
 	}
 	return nil, fmt.Errorf("no run %q in session %q; its runs: %s (the last %d are kept)", id, ss.id, strings.Join(ids, ", "), keepRuns)
+}
+
+// askingRun is the session's oldest run with an unanswered question, or
+// nil: the one send_input answers when no run is named.
+func (ss *Session) askingRun() *run {
+	ss.mu.Lock()
+	runs := append([]*run(nil), ss.runs...)
+	ss.mu.Unlock()
+	for _, r := range runs {
+		if r.pendingQuestion() != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // queuedRuns counts the session's runs waiting for their turn.

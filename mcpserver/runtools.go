@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,9 +38,12 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return errResult[Out]("%v", err)
 	}
-	wait := s.cfg.MaxWait
+	wait := s.maxWaitLeft(ctx)
 	if background {
 		wait = 0
+		// A run whose turn has come is about to start: say it runs, not
+		// that it waits behind earlier calls.
+		r.awaitStart(ctx)
 	}
 	// Not handed off yet: cancelling the call stops the run, as a cancelled
 	// call always did.
@@ -79,11 +83,13 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 		return res, o, err
 	}
 	v, output := r.handOff()
+	// One cut for the text and the structured output alike.
+	output, _ = history.CutMiddle(output, s.cfg.OutputLimit)
 	label := "Output so far:"
 	if req.Params.Name == "wait_run" {
 		label = "Output since the last call:"
 	}
-	return handoffResult(s, r.ss, v, label, output), handoff(v, output), nil
+	return handoffResult(r.ss, v, label, output, wait == 0), handoff(v, output), nil
 }
 
 // canElicit reports whether the calling client declared elicitation.
@@ -183,7 +189,8 @@ func (r *run) handOff() (RunView, string) {
 }
 
 // handoffResult is the text of a call that returns before its run ends.
-func handoffResult(s *Server, ss *Session, v RunView, label, output string) *mcp.CallToolResult {
+// background is set for a call that did not wait.
+func handoffResult(ss *Session, v RunView, label, output string, background bool) *mcp.CallToolResult {
 	ref := fmt.Sprintf(`{"session_id": %q, "run_id": %q}`, ss.id, v.RunID)
 	var b strings.Builder
 	switch v.Status {
@@ -195,22 +202,35 @@ func handoffResult(s *Server, ss *Session, v RunView, label, output string) *mcp
 			what = "getpass()"
 		}
 		fmt.Fprintf(&b, "Run %s in session %q waits for input: the code called %s with the prompt %q. Answer with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, then call wait_run %s; interrupt_session stops the run instead.", v.RunID, ss.id, what, v.Prompt, ss.id, v.RunID, ref)
+	case runRunning:
+		if background {
+			fmt.Fprintf(&b, "Run %s in session %q is running in the background. Call wait_run %s for its output and result; interrupt_session stops it.", v.RunID, ss.id, ref)
+			break
+		}
+		fallthrough
 	default:
 		fmt.Fprintf(&b, "Run %s in session %q is still running after %v; it goes on in the kernel. Call wait_run %s for more output and the result; interrupt_session stops it.", v.RunID, ss.id, (time.Duration(v.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond), ref)
 	}
 	if output != "" {
-		out, _ := history.CutMiddle(output, s.cfg.OutputLimit)
 		b.WriteString("\n" + label + "\n")
-		b.WriteString(strings.TrimRight(out, "\n"))
+		b.WriteString(strings.TrimRight(output, "\n"))
 	}
 	return textResult(b.String())
 }
 
 // final returns the run's result, as the call that started it would have.
+// Each call gets a copy of its own: the SDK writes the structured content
+// (and may add content) into the result it is handed, and several calls
+// can return one run's result at once.
 func (r *run) final() (*mcp.CallToolResult, any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.res, r.out, r.err
+	if r.res == nil {
+		return nil, r.out, r.err
+	}
+	c := *r.res
+	c.Content = slices.Clone(r.res.Content)
+	return &c, r.out, r.err
 }
 
 // streamShown is what of a block's stream output earlier calls already
@@ -280,7 +300,7 @@ type WaitRunInput struct {
 // SendInputInput is the input of send_input.
 type SendInputInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	RunID     string `json:"run_id,omitempty" jsonschema:"the run waiting for input (default: the session's latest run)"`
+	RunID     string `json:"run_id,omitempty" jsonschema:"the run waiting for input (default: the session's run that waits for input)"`
 	Text      string `json:"text" jsonschema:"the line to answer with, without a trailing newline; answers go to the code only, never into outputs or history"`
 }
 
@@ -309,7 +329,8 @@ func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitR
 		switch {
 		case math.IsNaN(w) || math.IsInf(w, 0) || w < 0:
 			return errResult[any]("invalid wait %v: give seconds >= 0, at most %v", w, s.cfg.MaxWait.Seconds())
-		case time.Duration(w*float64(time.Second)) > s.cfg.MaxWait:
+		case w > s.cfg.MaxWait.Seconds():
+			// Compared in seconds: a huge wait would overflow a Duration.
 			note = fmt.Sprintf("wait %v s is more than the server's max wait; waited at most %v s (--max-wait).", w, s.cfg.MaxWait.Seconds())
 		default:
 			wait = time.Duration(w * float64(time.Second))
@@ -354,9 +375,14 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	r, err := ss.findRun(in.RunID)
-	if err != nil {
-		return errResult[MessageOutput]("%v", err)
+	var r *run
+	if in.RunID == "" {
+		r = ss.askingRun()
+	}
+	if r == nil {
+		if r, err = ss.findRun(in.RunID); err != nil {
+			return errResult[MessageOutput]("%v", err)
+		}
 	}
 	ir, ok := r.answer(0, inputAnswer{text: in.Text})
 	if !ok {

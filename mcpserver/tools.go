@@ -438,21 +438,41 @@ func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 	}
 	choice.Cwd = in.Cwd
-	s.mu.Lock()
-	if s.closed {
+	var ss *Session
+	for ss == nil {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return errResult[SessionInfo]("server is shutting down")
+		}
+		old, ok := s.sessions[id]
+		if !ok {
+			ss = s.newSession(id, choice)
+			err := s.register(ss)
+			s.mu.Unlock()
+			if err != nil {
+				return errResult[SessionInfo]("%v", err)
+			}
+			break
+		}
 		s.mu.Unlock()
-		return errResult[SessionInfo]("server is shutting down")
+		if !old.deleteQueued() {
+			return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
+		}
+		// A delete sent before this call has yet to run: wait for it,
+		// keeping this call's ticket (no meta here), so that calls sent
+		// after this one find the session this call creates.
+		release, err := s.waitTurn(ctx, old, nil)
+		if err == nil {
+			release()
+		}
+		if old.checkRegistered() == nil {
+			if err != nil {
+				return errResult[SessionInfo]("%v", err)
+			}
+			return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
+		}
 	}
-	if _, ok := s.sessions[id]; ok {
-		s.mu.Unlock()
-		return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
-	}
-	ss := s.newSession(id, choice)
-	if err := s.register(ss); err != nil {
-		s.mu.Unlock()
-		return errResult[SessionInfo]("%v", err)
-	}
-	s.mu.Unlock()
 
 	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
 	if err != nil {
@@ -631,7 +651,9 @@ func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	// The delete takes its turn: runs queued before it finish first, and
 	// calls queued after it find the session gone.
-	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	j := newJob()
+	j.deletes = true
+	release, err := s.waitTurnAs(ctx, ss, req.Params.Meta, j)
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
