@@ -438,11 +438,8 @@ func (s *Server) replay(ctx context.Context, r *run, ss *Session, entries []hist
 		content = append(content, c...)
 		last = out
 		if out.Status != "ok" {
-			head := fmt.Sprintf("Stopped at block [%d] (%s); %d of %d blocks ran.", n, out.Status, i+1, len(entries))
-			if out.Error != nil {
-				head = fmt.Sprintf("Stopped at block [%d]: %s. %d of %d blocks ran.", n, errorHeadline(out.Error), i+1, len(entries))
-			}
 			last.Blocks = blocks
+			head := replayHeadline(entries, first, blocks)
 			return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...), IsError: true}, last, nil
 		}
 	}
@@ -456,8 +453,41 @@ func (s *Server) replay(ctx context.Context, r *run, ss *Session, entries []hist
 		last.Status = "ok"
 		return textResult("No blocks in that range."), last, nil
 	}
-	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]); all succeeded.", len(entries), first, first+len(entries)-1)
+	if len(blocks) == 0 {
+		last.Status = "ok"
+	}
+	head := replayHeadline(entries, first, blocks)
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}, last, nil
+}
+
+// replayHeadline sums up a replay of entries, numbered from first: blocks
+// are the code blocks that ran, and the last of them stopped the replay
+// unless it succeeded. It counts code blocks only: a notebook's text cells
+// are kept in the history but never run.
+func replayHeadline(entries []history.Entry, first int, blocks []BlockSummary) string {
+	code := 0
+	for _, e := range entries {
+		if e.IsCode() {
+			code++
+		}
+	}
+	text := len(entries) - code
+	if len(blocks) > 0 {
+		if b := blocks[len(blocks)-1]; b.Status != "ok" {
+			if b.Error != nil {
+				return fmt.Sprintf("Stopped at block [%d]: %s. %d of %d blocks ran.", b.Block, errorHeadline(b.Error), len(blocks), code)
+			}
+			return fmt.Sprintf("Stopped at block [%d] (%s); %d of %d blocks ran.", b.Block, b.Status, len(blocks), code)
+		}
+	}
+	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]); all succeeded.", code, first, first+len(entries)-1)
+	if code == 0 {
+		head = fmt.Sprintf("No code blocks in [%d] to [%d]; nothing ran.", first, first+len(entries)-1)
+	}
+	if text > 0 {
+		head += fmt.Sprintf(" %d text cell(s) among them were skipped.", text)
+	}
+	return head
 }
 
 func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in RerunInput) (*mcp.CallToolResult, RunOutput, error) {

@@ -29,6 +29,10 @@ type RunNotebookInput struct {
 
 // notebookCell is one cell read from a notebook.
 type notebookCell struct {
+	// Index is the cell's place among all the notebook's cells, 0-based,
+	// so that a cell taken by start/end is still named as the notebook
+	// numbers it.
+	Index          int
 	Type           string // code, markdown or raw
 	Source         string
 	Outputs        []history.Output // as the notebook has them
@@ -97,7 +101,7 @@ func parseIPynb(path string, b []byte) ([]notebookCell, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: cell %d: source: %v", path, i, err)
 		}
-		cell := notebookCell{Type: c.CellType, Source: src}
+		cell := notebookCell{Index: i, Type: c.CellType, Source: src}
 		switch c.CellType {
 		case "code":
 			if c.ExecutionCount != nil {
@@ -182,7 +186,8 @@ func notebookOutput(raw json.RawMessage) (history.Output, error) {
 var percentMarker = regexp.MustCompile(`^#\s*%%(.*)$`)
 
 // parsePercent reads a py:percent script, as jupytext and VS Code write it.
-// Text before the first marker is a cell of its own when it is not blank.
+// Text before the first marker is a cell of its own when it is not blank,
+// except jupytext's header (see percentHeader), which is metadata.
 func parsePercent(path string, b []byte) ([]notebookCell, string, error) {
 	if !bytes.Contains(b, []byte("# %%")) && !bytes.Contains(b, []byte("#%%")) {
 		return nil, "", fmt.Errorf("%s is neither an nbformat 4 notebook (.ipynb) nor a py:percent script (no \"# %%%%\" cell markers)", path)
@@ -206,11 +211,13 @@ func parsePercent(path string, b []byte) ([]notebookCell, string, error) {
 		}
 		if strings.TrimSpace(src) != "" {
 			cur.Source = src
+			cur.Index = len(cells)
 			cells = append(cells, cur)
 		}
 		lines = nil
 	}
-	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
+	all := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	for _, line := range all[percentHeader(all):] {
 		if m := percentMarker.FindStringSubmatch(line); m != nil {
 			flush()
 			cur = notebookCell{Type: "code"}
@@ -226,6 +233,30 @@ func parsePercent(path string, b []byte) ([]notebookCell, string, error) {
 	}
 	flush()
 	return cells, "python", nil
+}
+
+// percentHeader is the number of lines at the start of a py:percent script
+// that are jupytext's YAML header: a "# ---" line, commented YAML, and a
+// closing "# ---", before the first cell marker, after blank lines only.
+// It is 0 when there is no such header.
+func percentHeader(lines []string) int {
+	i := 0
+	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+		i++
+	}
+	if i == len(lines) || strings.TrimRight(lines[i], " \t") != "# ---" {
+		return 0
+	}
+	for j := i + 1; j < len(lines); j++ {
+		l := strings.TrimRight(lines[j], " \t")
+		switch {
+		case l == "# ---":
+			return j + 1
+		case percentMarker.MatchString(l), !strings.HasPrefix(l, "#"):
+			return 0 // not a header: a cell whose text starts with "# ---"
+		}
+	}
+	return 0
 }
 
 // selectCells picks the code cells [start:end) (Python slice rules) and the
@@ -345,6 +376,13 @@ func (s *Server) loadCells(ss *Session, path string, cells []notebookCell, lo, h
 	return textResult(msg), RunOutput{SessionID: ss.id, Status: "ok", Displays: []Display{}, Note: msg}, nil
 }
 
+// cellLabel names a code cell in a result: its index among the code cells
+// (what start/end count) and its number among all the notebook's cells,
+// both of the whole notebook, whatever slice was taken.
+func cellLabel(code int, c notebookCell) string {
+	return fmt.Sprintf("code cell %d, cell %d of the notebook", code, c.Index+1)
+}
+
 // runCells runs a notebook's cells in order in the caller's turn, each code
 // cell as one history block, stopping at the first that does not succeed.
 func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string, cells []notebookCell, lo, hi int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
@@ -356,7 +394,7 @@ func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string,
 	name := filepath.Base(path)
 	total := hi - lo
 	n := lo // the code cell's index in the notebook
-	for i, c := range cells {
+	for _, c := range cells {
 		if c.Type != "code" {
 			now := time.Now()
 			s.record(ss, history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.generation(), Start: now, End: now, Outputs: []history.Output{}})
@@ -370,7 +408,7 @@ func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string,
 		block := len(ss.hist)
 		ss.mu.Unlock()
 		blocks = append(blocks, BlockSummary{Block: block, Status: out.Status, ExecutionCount: out.ExecutionCount, Result: out.Result, Error: out.Error})
-		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[code cell %d, cell %d of the notebook] %s", n, i+1, out.Status)})
+		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%s] %s", cellLabel(n, c), out.Status)})
 		content = append(content, cc...)
 		last = out
 		if out.Status != "ok" {
