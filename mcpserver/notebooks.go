@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -45,19 +44,9 @@ const maxNotebookSize = 64 << 20
 // readNotebook reads an nbformat 4 notebook or a py:percent script. The
 // language is the notebook's own, "" when it names none.
 func readNotebook(path string) (cells []notebookCell, language string, err error) {
-	st, err := os.Stat(path)
+	b, err := readInputFile(path, "read", maxNotebookSize)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	if st.IsDir() {
-		return nil, "", fmt.Errorf("cannot read %s: it is a directory", path)
-	}
-	if st.Size() > maxNotebookSize {
-		return nil, "", fmt.Errorf("cannot read %s: %d bytes is more than the %d MiB a notebook may have", path, st.Size(), maxNotebookSize>>20)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("cannot read %s: %v", path, err)
+		return nil, "", err
 	}
 	if strings.EqualFold(filepath.Ext(path), ".ipynb") || bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
 		return parseIPynb(path, b)
@@ -291,24 +280,36 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
+	var (
+		path, lang string
+		picked     []notebookCell
+		lo, hi     int
+	)
+	ss, err := s.lookupOrCreateChecked(sessionOr(in.SessionID), func(ss *Session) error {
+		var err error
+		path, err = ss.resolvePath(in.Path, readPath)
+		if err != nil {
+			return fmt.Errorf("run_notebook needs a path: %v", err)
+		}
+		var cells []notebookCell
+		cells, lang, err = readNotebook(path)
+		if err != nil {
+			return err
+		}
+		var codeN int
+		picked, lo, hi, codeN = selectCells(cells, in.Start, in.End)
+		if codeN == 0 {
+			return fmt.Errorf("%s has no code cells", path)
+		}
+		if len(picked) == 0 {
+			return fmt.Errorf("no code cells in that range: %s has %d (indices 0 to %d)", path, codeN, codeN-1)
+		}
+		// A notebook of another language is refused before a session is
+		// made for it; a kernel already running is asked again below.
+		return ss.checkLanguage(lang, path)
+	})
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
-	}
-	path, err := ss.resolvePath(in.Path, readPath)
-	if err != nil {
-		return errResult[RunOutput]("run_notebook needs a path: %v", err)
-	}
-	cells, lang, err := readNotebook(path)
-	if err != nil {
-		return errResult[RunOutput]("%v", err)
-	}
-	picked, lo, hi, codeN := selectCells(cells, in.Start, in.End)
-	if codeN == 0 {
-		return errResult[RunOutput]("%s has no code cells", path)
-	}
-	if len(picked) == 0 {
-		return errResult[RunOutput]("no code cells in that range: %s has %d (indices 0 to %d)", path, codeN, codeN-1)
 	}
 	execute := in.Execute == nil || *in.Execute
 	if !execute {
