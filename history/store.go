@@ -117,9 +117,10 @@ func Create(dir string, meta Meta) (*Store, error) {
 // Open opens the existing store of session in dir and returns its meta and
 // entries. A torn or corrupt last line (a crash in the middle of an Append)
 // is skipped and cut off the file, so later appends start on a clean line. A
-// corrupt line anywhere else is an error naming the file and the line
-// number, and so is a file without a meta record. A missing file is an error
-// that matches fs.ErrNotExist.
+// corrupt line anywhere else is a *CorruptError naming the file and the line
+// number, and so is a file without a meta record; Recover keeps what can be
+// read of such a file. A missing file is an error that matches
+// fs.ErrNotExist.
 func Open(dir, session string) (*Store, Meta, []Entry, error) {
 	path, err := storePath(dir, session)
 	if err != nil {
@@ -141,7 +142,7 @@ func Open(dir, session string) (*Store, Meta, []Entry, error) {
 	}
 	meta, entries, good, err := decodeHistory(data)
 	if err != nil {
-		return nil, Meta{}, nil, fmt.Errorf("history: %s: %w", path, err)
+		return nil, Meta{}, nil, &CorruptError{Path: path, Err: err}
 	}
 	if meta.SessionID != "" && meta.SessionID != session {
 		// A case-insensitive file system can hand over another session's

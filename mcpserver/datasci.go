@@ -10,7 +10,6 @@ import (
 	_ "image/gif" // decoded for save_figure's dimensions
 	_ "image/jpeg"
 	_ "image/png"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -237,12 +236,12 @@ func nameOr(n string) string {
 }
 
 // gone refuses to start a fresh kernel behind the user's back for a tool
-// that only reads the namespace: a session whose kernel died or was stopped
-// for idleness says so, and run_code (which reports the loss) starts the
+// that only reads the namespace: a session whose kernel died, was stopped
+// for idleness or went with an earlier server says so, and run_code (which reports the loss) starts the
 // next one.
 func (ss *Session) gone() error {
 	ss.mu.Lock()
-	k, died, idled := ss.k, ss.died, ss.idled
+	k, died, idled, restored := ss.k, ss.died, ss.idled, ss.restored
 	ss.mu.Unlock()
 	if k != nil {
 		if done, why := k.Dead(); isClosed(done) {
@@ -255,6 +254,8 @@ func (ss *Session) gone() error {
 		return fmt.Errorf("session %q: the kernel died (%v): its variables are gone; run_code starts a fresh kernel", ss.id, died)
 	case idled:
 		return fmt.Errorf("session %q: the kernel was stopped after %v without running anything: its variables are gone; run_code starts a fresh kernel", ss.id, ss.srv.cfg.IdleTimeout)
+	case restored:
+		return fmt.Errorf("session %q: its history was restored after a server restart, and no kernel has run it since: its variables are gone; run_code starts a fresh kernel, rerun_code rebuilds the state", ss.id)
 	}
 	return nil
 }
@@ -651,29 +652,33 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 	if err := checkName("name", name); err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
+	// The path and format are checked before the session is looked up or
+	// created: a call with bad input leaves no session behind.
+	var path, reader string
+	_, err := s.lookupOrCreateChecked(sessionOr(in.SessionID), func(ss *Session) error {
+		var err error
+		path, err = ss.resolvePath(in.Path, readPath)
+		if err != nil {
+			return fmt.Errorf("load_data: %v", err)
+		}
+		if err := checkInputFile(path, "load", 0); err != nil {
+			return err
+		}
+		format := strings.ToLower(strings.TrimSpace(in.Format))
+		if format == "" {
+			format = dataFormats[strings.ToLower(filepath.Ext(path))]
+			if format == "" {
+				return fmt.Errorf("cannot tell the format of %s from its extension: give format (csv, tsv, parquet, excel, json or jsonl)", path)
+			}
+		}
+		var ok bool
+		if reader, ok = readers[format]; !ok {
+			return fmt.Errorf("unknown format %q: use csv, tsv, parquet, excel, json or jsonl", in.Format)
+		}
+		return nil
+	})
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
-	}
-	path, err := ss.resolvePath(in.Path, readPath)
-	if err != nil {
-		return errResult[RunOutput]("load_data: %v", err)
-	}
-	if st, err := os.Stat(path); err != nil {
-		return errResult[RunOutput]("cannot load %s: %v", path, errors.Unwrap(err))
-	} else if st.IsDir() {
-		return errResult[RunOutput]("cannot load %s: it is a directory", path)
-	}
-	format := strings.ToLower(strings.TrimSpace(in.Format))
-	if format == "" {
-		format = dataFormats[strings.ToLower(filepath.Ext(path))]
-		if format == "" {
-			return errResult[RunOutput]("cannot tell the format of %s from its extension: give format (csv, tsv, parquet, excel, json or jsonl)", path)
-		}
-	}
-	reader, ok := readers[format]
-	if !ok {
-		return errResult[RunOutput]("unknown format %q: use csv, tsv, parquet, excel, json or jsonl", in.Format)
 	}
 	code := fmt.Sprintf("import pandas as pd\n%s = %s\nprint(f\"{%s.shape[0]} rows x {%s.shape[1]} columns\")\nprint(%s.dtypes.to_string())\n%s.head()",
 		name, fmt.Sprintf(reader, pyString(path)), name, name, name, name)

@@ -2,9 +2,12 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -102,6 +105,10 @@ func (s *Server) clearHistory(_ context.Context, ss *Session) error {
 // register adds a new session: its history file, when histories are kept on
 // disk, and its listed resource. Call with s.mu held.
 func (s *Server) register(ss *Session) error {
+	if err, ok := s.unrestorable[ss.id]; ok {
+		return fmt.Errorf("session %q cannot be created: the history file it had when the server started could not be read (%v). "+
+			"It is left as it is; use another session_id, or move the file out of %s and restart the server", ss.id, err, s.sessionsDir())
+	}
 	ss.meta = history.Meta{SessionID: ss.id, CreatedAt: ss.created, Kernel: ss.choice.Kernel, Python: ss.choice.Python, Cwd: ss.choice.Cwd,
 		KernelID: ss.choice.KernelID, ConnectionFile: ss.choice.ConnectionFile}
 	if s.cfg.StateDir != "" {
@@ -146,25 +153,47 @@ func (s *Server) addResource(ss *Session) {
 }
 
 // restore loads the histories kept in the state dir as stopped sessions:
-// their history can be read and exported, and the first run starts a kernel.
+// their history can be read and exported, and the first run starts a kernel
+// and says that the history did not run in it. A file with unreadable
+// lines keeps the rest (history.Recover sets the file as it was aside),
+// and the session says so. A file that cannot be read at all is left as it
+// is, and its session id refused, so that no new session writes over it.
 func (s *Server) restore() error {
 	if s.cfg.StateDir == "" {
 		return nil
 	}
-	ids, err := history.Sessions(s.sessionsDir())
+	dir := s.sessionsDir()
+	ids, err := history.Sessions(dir)
 	if err != nil {
-		return fmt.Errorf("reading histories in %s: %w", s.sessionsDir(), err)
+		return fmt.Errorf("reading histories in %s: %w", dir, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	restored, recovered, failed := 0, 0, 0
 	for _, id := range ids {
 		if checkSessionID(id) != nil {
 			s.cfg.Logger.Warn("ignoring history file with an invalid session id", "file", id)
 			continue
 		}
-		st, meta, entries, err := history.Open(s.sessionsDir(), id)
+		st, meta, entries, err := history.Open(dir, id)
+		note := ""
+		if errors.As(err, new(*history.CorruptError)) {
+			var rec history.Recovery
+			st, meta, entries, rec, err = history.Recover(dir, id)
+			if err == nil {
+				recovered++
+				note = recoveryNote(id, rec, len(entries))
+				s.cfg.Logger.Warn("restored what could be read of a corrupt history file; the file as it was is kept", "session", id,
+					"skipped_lines", rec.Skipped, "meta_lost", rec.MetaLost, "blocks", len(entries), "kept_as", rec.SetAside)
+			}
+		}
 		if err != nil {
-			s.cfg.Logger.Error("cannot restore a session's history; it is left as it is", "session", id, "error", err)
+			failed++
+			if s.unrestorable == nil {
+				s.unrestorable = map[string]error{}
+			}
+			s.unrestorable[id] = err
+			s.cfg.Logger.Error("cannot restore a session's history; the file is left as it is, and the session id is refused until it is moved away", "session", id, "error", err)
 			continue
 		}
 		ss := s.newSession(id, kernelChoice{Kernel: meta.Kernel, Python: meta.Python, Cwd: meta.Cwd, KernelID: meta.KernelID, ConnectionFile: meta.ConnectionFile})
@@ -172,16 +201,49 @@ func (s *Server) restore() error {
 			ss.created = meta.CreatedAt
 		}
 		ss.meta, ss.store, ss.hist = meta, st, entries
+		ss.meta.CreatedAt = ss.created
+		ss.restored, ss.restoreNote = len(entries) > 0, note
 		for _, e := range entries {
 			ss.gen = max(ss.gen, e.Generation)
 		}
 		s.sessions[id] = ss
 		s.addResource(ss)
+		restored++
 	}
 	if len(ids) > 0 {
-		s.cfg.Logger.Info("restored session histories", "count", len(ids), "dir", s.sessionsDir())
+		s.cfg.Logger.Info("restored session histories", "count", restored, "recovered_from_corrupt_files", recovered, "failed", failed, "dir", dir)
 	}
 	return nil
+}
+
+// recoveryNote tells the user what restoring a corrupt history file left
+// out, and where the file as it was is kept.
+func recoveryNote(id string, rec history.Recovery, blocks int) string {
+	lines := make([]string, len(rec.Skipped))
+	for i, n := range rec.Skipped {
+		lines[i] = strconv.Itoa(n)
+	}
+	note := fmt.Sprintf("Note: the history file of session %q was damaged when the server started: ", id)
+	if len(lines) > 0 {
+		note += fmt.Sprintf("line(s) %s could not be read and were left out, ", strings.Join(lines, ", "))
+	}
+	note += fmt.Sprintf("%d block(s) were kept.", blocks)
+	if rec.MetaLost {
+		note += " Its first record (the session's kernel, interpreter and working directory) was lost, so the session uses the server's defaults."
+	}
+	return note + " The file as it was is kept at " + rec.SetAside + "."
+}
+
+// takeRestoreNote returns, once, what restoring the session's history file
+// had to leave out; "" when nothing.
+func (ss *Session) takeRestoreNote() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.restoreNoteShown {
+		return ""
+	}
+	ss.restoreNoteShown = true
+	return ss.restoreNote
 }
 
 // readHistoryResource serves session://{session_id}/history.
@@ -438,11 +500,8 @@ func (s *Server) replay(ctx context.Context, r *run, ss *Session, entries []hist
 		content = append(content, c...)
 		last = out
 		if out.Status != "ok" {
-			head := fmt.Sprintf("Stopped at block [%d] (%s); %d of %d blocks ran.", n, out.Status, i+1, len(entries))
-			if out.Error != nil {
-				head = fmt.Sprintf("Stopped at block [%d]: %s. %d of %d blocks ran.", n, errorHeadline(out.Error), i+1, len(entries))
-			}
 			last.Blocks = blocks
+			head := replayHeadline(entries, first, blocks)
 			return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...), IsError: true}, last, nil
 		}
 	}
@@ -456,8 +515,41 @@ func (s *Server) replay(ctx context.Context, r *run, ss *Session, entries []hist
 		last.Status = "ok"
 		return textResult("No blocks in that range."), last, nil
 	}
-	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]); all succeeded.", len(entries), first, first+len(entries)-1)
+	if len(blocks) == 0 {
+		last.Status = "ok"
+	}
+	head := replayHeadline(entries, first, blocks)
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}, last, nil
+}
+
+// replayHeadline sums up a replay of entries, numbered from first: blocks
+// are the code blocks that ran, and the last of them stopped the replay
+// unless it succeeded. It counts code blocks only: a notebook's text cells
+// are kept in the history but never run.
+func replayHeadline(entries []history.Entry, first int, blocks []BlockSummary) string {
+	code := 0
+	for _, e := range entries {
+		if e.IsCode() {
+			code++
+		}
+	}
+	text := len(entries) - code
+	if len(blocks) > 0 {
+		if b := blocks[len(blocks)-1]; b.Status != "ok" {
+			if b.Error != nil {
+				return fmt.Sprintf("Stopped at block [%d]: %s. %d of %d blocks ran.", b.Block, errorHeadline(b.Error), len(blocks), code)
+			}
+			return fmt.Sprintf("Stopped at block [%d] (%s); %d of %d blocks ran.", b.Block, b.Status, len(blocks), code)
+		}
+	}
+	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]); all succeeded.", code, first, first+len(entries)-1)
+	if code == 0 {
+		head = fmt.Sprintf("No code blocks in [%d] to [%d]; nothing ran.", first, first+len(entries)-1)
+	}
+	if text > 0 {
+		head += fmt.Sprintf(" %d text cell(s) among them were skipped.", text)
+	}
+	return head
 }
 
 func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in RerunInput) (*mcp.CallToolResult, RunOutput, error) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,6 +28,10 @@ type RunNotebookInput struct {
 
 // notebookCell is one cell read from a notebook.
 type notebookCell struct {
+	// Index is the cell's place among all the notebook's cells, 0-based,
+	// so that a cell taken by start/end is still named as the notebook
+	// numbers it.
+	Index          int
 	Type           string // code, markdown or raw
 	Source         string
 	Outputs        []history.Output // as the notebook has them
@@ -41,19 +44,9 @@ const maxNotebookSize = 64 << 20
 // readNotebook reads an nbformat 4 notebook or a py:percent script. The
 // language is the notebook's own, "" when it names none.
 func readNotebook(path string) (cells []notebookCell, language string, err error) {
-	st, err := os.Stat(path)
+	b, err := readInputFile(path, "read", maxNotebookSize)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	if st.IsDir() {
-		return nil, "", fmt.Errorf("cannot read %s: it is a directory", path)
-	}
-	if st.Size() > maxNotebookSize {
-		return nil, "", fmt.Errorf("cannot read %s: %d bytes is more than the %d MiB a notebook may have", path, st.Size(), maxNotebookSize>>20)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("cannot read %s: %v", path, err)
+		return nil, "", err
 	}
 	if strings.EqualFold(filepath.Ext(path), ".ipynb") || bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
 		return parseIPynb(path, b)
@@ -97,7 +90,7 @@ func parseIPynb(path string, b []byte) ([]notebookCell, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: cell %d: source: %v", path, i, err)
 		}
-		cell := notebookCell{Type: c.CellType, Source: src}
+		cell := notebookCell{Index: i, Type: c.CellType, Source: src}
 		switch c.CellType {
 		case "code":
 			if c.ExecutionCount != nil {
@@ -182,7 +175,8 @@ func notebookOutput(raw json.RawMessage) (history.Output, error) {
 var percentMarker = regexp.MustCompile(`^#\s*%%(.*)$`)
 
 // parsePercent reads a py:percent script, as jupytext and VS Code write it.
-// Text before the first marker is a cell of its own when it is not blank.
+// Text before the first marker is a cell of its own when it is not blank,
+// except jupytext's header (see percentHeader), which is metadata.
 func parsePercent(path string, b []byte) ([]notebookCell, string, error) {
 	if !bytes.Contains(b, []byte("# %%")) && !bytes.Contains(b, []byte("#%%")) {
 		return nil, "", fmt.Errorf("%s is neither an nbformat 4 notebook (.ipynb) nor a py:percent script (no \"# %%%%\" cell markers)", path)
@@ -206,11 +200,13 @@ func parsePercent(path string, b []byte) ([]notebookCell, string, error) {
 		}
 		if strings.TrimSpace(src) != "" {
 			cur.Source = src
+			cur.Index = len(cells)
 			cells = append(cells, cur)
 		}
 		lines = nil
 	}
-	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
+	all := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	for _, line := range all[percentHeader(all):] {
 		if m := percentMarker.FindStringSubmatch(line); m != nil {
 			flush()
 			cur = notebookCell{Type: "code"}
@@ -226,6 +222,30 @@ func parsePercent(path string, b []byte) ([]notebookCell, string, error) {
 	}
 	flush()
 	return cells, "python", nil
+}
+
+// percentHeader is the number of lines at the start of a py:percent script
+// that are jupytext's YAML header: a "# ---" line, commented YAML, and a
+// closing "# ---", before the first cell marker, after blank lines only.
+// It is 0 when there is no such header.
+func percentHeader(lines []string) int {
+	i := 0
+	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+		i++
+	}
+	if i == len(lines) || strings.TrimRight(lines[i], " \t") != "# ---" {
+		return 0
+	}
+	for j := i + 1; j < len(lines); j++ {
+		l := strings.TrimRight(lines[j], " \t")
+		switch {
+		case l == "# ---":
+			return j + 1
+		case percentMarker.MatchString(l), !strings.HasPrefix(l, "#"):
+			return 0 // not a header: a cell whose text starts with "# ---"
+		}
+	}
+	return 0
 }
 
 // selectCells picks the code cells [start:end) (Python slice rules) and the
@@ -260,24 +280,36 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
+	var (
+		path, lang string
+		picked     []notebookCell
+		lo, hi     int
+	)
+	ss, err := s.lookupOrCreateChecked(sessionOr(in.SessionID), func(ss *Session) error {
+		var err error
+		path, err = ss.resolvePath(in.Path, readPath)
+		if err != nil {
+			return fmt.Errorf("run_notebook needs a path: %v", err)
+		}
+		var cells []notebookCell
+		cells, lang, err = readNotebook(path)
+		if err != nil {
+			return err
+		}
+		var codeN int
+		picked, lo, hi, codeN = selectCells(cells, in.Start, in.End)
+		if codeN == 0 {
+			return fmt.Errorf("%s has no code cells", path)
+		}
+		if len(picked) == 0 {
+			return fmt.Errorf("no code cells in that range: %s has %d (indices 0 to %d)", path, codeN, codeN-1)
+		}
+		// A notebook of another language is refused before a session is
+		// made for it; a kernel already running is asked again below.
+		return ss.checkLanguage(lang, path)
+	})
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
-	}
-	path, err := ss.resolvePath(in.Path, readPath)
-	if err != nil {
-		return errResult[RunOutput]("run_notebook needs a path: %v", err)
-	}
-	cells, lang, err := readNotebook(path)
-	if err != nil {
-		return errResult[RunOutput]("%v", err)
-	}
-	picked, lo, hi, codeN := selectCells(cells, in.Start, in.End)
-	if codeN == 0 {
-		return errResult[RunOutput]("%s has no code cells", path)
-	}
-	if len(picked) == 0 {
-		return errResult[RunOutput]("no code cells in that range: %s has %d (indices 0 to %d)", path, codeN, codeN-1)
 	}
 	execute := in.Execute == nil || *in.Execute
 	if !execute {
@@ -345,6 +377,13 @@ func (s *Server) loadCells(ss *Session, path string, cells []notebookCell, lo, h
 	return textResult(msg), RunOutput{SessionID: ss.id, Status: "ok", Displays: []Display{}, Note: msg}, nil
 }
 
+// cellLabel names a code cell in a result: its index among the code cells
+// (what start/end count) and its number among all the notebook's cells,
+// both of the whole notebook, whatever slice was taken.
+func cellLabel(code int, c notebookCell) string {
+	return fmt.Sprintf("code cell %d, cell %d of the notebook", code, c.Index+1)
+}
+
 // runCells runs a notebook's cells in order in the caller's turn, each code
 // cell as one history block, stopping at the first that does not succeed.
 func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string, cells []notebookCell, lo, hi int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
@@ -356,7 +395,7 @@ func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string,
 	name := filepath.Base(path)
 	total := hi - lo
 	n := lo // the code cell's index in the notebook
-	for i, c := range cells {
+	for _, c := range cells {
 		if c.Type != "code" {
 			now := time.Now()
 			s.record(ss, history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.generation(), Start: now, End: now, Outputs: []history.Output{}})
@@ -370,7 +409,7 @@ func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string,
 		block := len(ss.hist)
 		ss.mu.Unlock()
 		blocks = append(blocks, BlockSummary{Block: block, Status: out.Status, ExecutionCount: out.ExecutionCount, Result: out.Result, Error: out.Error})
-		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[code cell %d, cell %d of the notebook] %s", n, i+1, out.Status)})
+		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%s] %s", cellLabel(n, c), out.Status)})
 		content = append(content, cc...)
 		last = out
 		if out.Status != "ok" {

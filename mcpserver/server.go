@@ -151,7 +151,11 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
-	closed   bool
+	// unrestorable are the sessions whose history file restore could not
+	// read at all: the file is left as it is, and the id refused, so that
+	// no new session truncates it.
+	unrestorable map[string]error
+	closed       bool
 }
 
 // New builds the server and registers its tools. It starts no kernel: each

@@ -74,6 +74,19 @@ type Session struct {
 	idle          *time.Timer // stops an idle kernel (Config.IdleTimeout); nil when not armed
 	idleGen       int         // bumped whenever idle is stopped or re-armed
 	idled         bool        // the last kernel was stopped for being idle
+	// restored: the history was read from the state directory when the
+	// server started, and no kernel of this server has run it.
+	restored bool
+	// unreported is why the running kernel is new (the last one died, was
+	// stopped for being idle, or belonged to an earlier server), until a
+	// run says so (runBlock); a tool that starts a kernel without running
+	// code (complete, run_notebook's language check) leaves it for the next
+	// run. Nil after a deliberate restart.
+	unreported error
+	// restoreNote says what restoring the history file had to leave out or
+	// set aside; list_sessions shows it, and the first run too.
+	restoreNote      string
+	restoreNoteShown bool // a run's result carried restoreNote
 	// images keeps the session's image outputs, served as
 	// session://{id}/outputs/{n} (images.go); nil until the first image.
 	images *imageStore
@@ -115,22 +128,57 @@ func (s *Server) lookup(id string) (*Session, error) {
 // lookupOrCreate returns the session, creating it with the server's defaults
 // if it does not exist.
 func (s *Server) lookupOrCreate(id string) (*Session, error) {
+	return s.lookupOrCreateChecked(id, nil)
+}
+
+// lookupOrCreateChecked is lookupOrCreate for a call whose input must be
+// checked against the session first (a path resolves against its working
+// directory and its confinement): check runs on the session that exists,
+// or on the one that would be created, before anything is created, so a
+// call with bad input leaves no session and no history file behind. check
+// may run a second time when another call created the session meanwhile.
+func (s *Server) lookupOrCreateChecked(id string, check func(*Session) error) (*Session, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	fresh := ss == nil
+	if fresh {
+		ss = s.newSession(id, kernelChoice{})
+	}
+	checked := ss
+	if check != nil {
+		if err := check(ss); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, errors.New("server is shutting down")
 	}
-	if ss := s.sessions[id]; ss != nil {
-		return ss, nil
+	got := s.sessions[id]
+	if got == nil {
+		if !fresh {
+			// Deleted meanwhile: it is created afresh, as by a call that
+			// came after the delete.
+			ss = s.newSession(id, kernelChoice{})
+		}
+		if err := s.register(ss); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		got = ss
 	}
-	ss := s.newSession(id, kernelChoice{})
-	if err := s.register(ss); err != nil {
-		return nil, err
+	s.mu.Unlock()
+	if got != checked && check != nil {
+		if err := check(got); err != nil {
+			return nil, err
+		}
 	}
-	return ss, nil
+	return got, nil
 }
 
 // stopIdleTimer disarms the idle timer; a callback already under way sees
@@ -200,6 +248,56 @@ func (ss *Session) wasIdled() bool {
 	return ss.idled
 }
 
+// errServerRestarted is the "lost" kernel of a session restored from the
+// state directory: its history ran in a kernel of an earlier server.
+var errServerRestarted = errors.New("the server restarted since this session last ran")
+
+// takeUnreported returns, once, why the running kernel is new.
+func (ss *Session) takeUnreported() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	lost := ss.unreported
+	ss.unreported = nil
+	return lost
+}
+
+// earlierBlocks is the number of code blocks in the history.
+func (ss *Session) earlierBlocks() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for _, e := range ss.hist {
+		if e.IsCode() {
+			n++
+		}
+	}
+	return n
+}
+
+// freshKernelNote is the note of the first run in a kernel that replaced a
+// lost one (why), in a session whose history holds blocks code blocks that
+// ran only in the lost kernel.
+func freshKernelNote(why string, blocks int) string {
+	note := "Note: " + why + "; this run uses a fresh kernel, so earlier variables are gone"
+	if blocks == 0 {
+		return note + ". History is kept."
+	}
+	return note + fmt.Sprintf(": the %d earlier block(s) of the history did not run in it. History is kept; rerun_code rebuilds them.", blocks)
+}
+
+// lostNote is freshKernelNote for the way the last kernel was lost.
+func lostNote(lost error, blocks int) string {
+	var idled *errIdleStopped
+	switch {
+	case errors.As(lost, &idled):
+		return freshKernelNote(fmt.Sprintf("this session's kernel had been stopped after being idle for %v (the server's idle timeout)", idled.after), blocks)
+	case errors.Is(lost, errServerRestarted):
+		return freshKernelNote("the server restarted since this session last ran, and its kernel with it", blocks)
+	default:
+		return freshKernelNote(fmt.Sprintf("the previous kernel had died (%v)", lost), blocks)
+	}
+}
+
 // errIdleStopped is the "lost" kernel of a session whose kernel the idle
 // timeout stopped.
 type errIdleStopped struct{ after time.Duration }
@@ -266,6 +364,9 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 	if lost == nil && ss.idled {
 		lost = &errIdleStopped{after: ss.srv.cfg.IdleTimeout}
 	}
+	if lost == nil && ss.restored {
+		lost = errServerRestarted
+	}
 	ss.starting = true
 	ss.mu.Unlock()
 	ss.srv.limitMu.Unlock()
@@ -288,7 +389,8 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 		}
 		return nil, lost, errors.New("server is shutting down")
 	}
-	ss.k, ss.info, ss.died, ss.idled = k, info, nil, false
+	ss.k, ss.info, ss.died, ss.idled, ss.restored = k, info, nil, false, false
+	ss.unreported = lost
 	ss.gen++
 	ss.mu.Unlock()
 	return k, lost, nil
@@ -413,7 +515,7 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 		if w, ok, _ := ss.srv.pool.take(ctx, ss.choice, false); ok {
 			ss.mu.Lock()
 			if ss.k == k {
-				ss.k, ss.info, ss.died, ss.idled = w.k, w.info, nil, false
+				ss.k, ss.info, ss.died, ss.idled, ss.unreported = w.k, w.info, nil, false, nil
 				ss.gen++
 				ss.mu.Unlock()
 				ss.srv.pool.retire(k, force)
@@ -428,7 +530,7 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 		}
 		if err := restart(ctx); err == nil {
 			ss.mu.Lock()
-			ss.died = nil
+			ss.died, ss.unreported = nil, nil
 			ss.gen++
 			ss.mu.Unlock()
 			return nil
@@ -436,6 +538,10 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 		ss.markDead(k, nil)
 	}
 	_, _, err := ss.kernel(ctx)
+	if err == nil {
+		// Asked for: no run needs to say the kernel is new.
+		ss.takeUnreported()
+	}
 	return err
 }
 

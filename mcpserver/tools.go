@@ -88,6 +88,9 @@ type SessionSummary struct {
 	// behind it.
 	Run        *RunView `json:"run,omitempty"`
 	QueuedRuns int      `json:"queued_runs"`
+	// Note says what restoring the session's history file at start-up
+	// had to leave out, and where the file as it was is kept.
+	Note string `json:"note,omitempty"`
 }
 
 // ListSessionsOutput is the structured content of list_sessions.
@@ -233,29 +236,59 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	ss, err := s.lookupOrCreate(id)
+	var path string
+	var code []byte
+	ss, err := s.lookupOrCreateChecked(id, func(ss *Session) error {
+		var err error
+		path, err = ss.resolvePath(in.Path, readPath)
+		if err != nil {
+			return fmt.Errorf("run_file: %v", err)
+		}
+		code, err = readInputFile(path, "run", 10<<20)
+		return err
+	})
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	path, err := ss.resolvePath(in.Path, readPath)
-	if err != nil {
-		return errResult[RunOutput]("run_file: %v", err)
+	return s.execute(ctx, req, ss, string(code), "file:"+path, timeout, in.Background)
+}
+
+// readInputFile reads a file a tool was given, refusing a missing file, a
+// folder and one larger than limit bytes with an error that says which
+// (verb: what the tool would do with it).
+func readInputFile(path, verb string, limit int64) ([]byte, error) {
+	if err := checkInputFile(path, verb, limit); err != nil {
+		return nil, err
 	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	return b, nil
+}
+
+// checkInputFile is readInputFile's check without the read: the file
+// exists, is a regular file (or a link to one), is readable, and is at
+// most limit bytes (0: any size).
+func checkInputFile(path, verb string, limit int64) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return errResult[RunOutput]("cannot run %s: %v", path, errors.Unwrap(err))
+		return fmt.Errorf("cannot %s %s: %v", verb, path, errors.Unwrap(err))
 	}
 	if st.IsDir() {
-		return errResult[RunOutput]("cannot run %s: it is a directory", path)
+		return fmt.Errorf("cannot %s %s: it is a directory", verb, path)
 	}
-	if st.Size() > 10<<20 {
-		return errResult[RunOutput]("cannot run %s: %d bytes is more than the 10 MiB a file may have", path, st.Size())
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("cannot %s %s: it is not a regular file", verb, path)
 	}
-	code, err := os.ReadFile(path)
+	if limit > 0 && st.Size() > limit {
+		return fmt.Errorf("cannot %s %s: %d bytes is more than the %d MiB a file may have", verb, path, st.Size(), limit>>20)
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		return errResult[RunOutput]("cannot read %s: %v", path, err)
+		return fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
 	}
-	return s.execute(ctx, req, ss, string(code), "file:"+path, timeout, in.Background)
+	return f.Close()
 }
 
 // execute runs code in the session as a run in its turn and renders the
@@ -296,17 +329,17 @@ func runHandoff(ss *Session) func(v RunView, output string) RunOutput {
 // failures to run at all (no kernel could be started).
 func (s *Server) runBlock(ctx context.Context, r *run, ss *Session, code, source string, timeout time.Duration) ([]mcp.Content, RunOutput, error) {
 	out := RunOutput{SessionID: ss.id, RunID: r.id, Displays: []Display{}}
-	k, lost, err := ss.kernel(ctx)
+	k, _, err := ss.kernel(ctx)
 	if err != nil {
 		return nil, out, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
 	}
 	gen := ss.generation()
 	var notes []string
-	var idled *errIdleStopped
-	if errors.As(lost, &idled) {
-		notes = append(notes, fmt.Sprintf("Note: this session's kernel had been stopped after being idle for %v (the server's idle timeout); this run uses a fresh kernel, so earlier variables are gone. History is kept.", idled.after))
-	} else if lost != nil {
-		notes = append(notes, fmt.Sprintf("Note: the previous kernel had died (%v); this run uses a fresh kernel, so earlier variables are gone. History is kept.", lost))
+	if note := ss.takeRestoreNote(); note != "" {
+		notes = append(notes, note)
+	}
+	if lost := ss.takeUnreported(); lost != nil {
+		notes = append(notes, lostNote(lost, ss.earlierBlocks()))
 	}
 
 	runCtx := ctx
@@ -541,6 +574,9 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 		if d.State != "dead" && d.State != "stopped" {
 			row.Pid = d.Pid
 		}
+		ss.mu.Lock()
+		row.Note = ss.restoreNote
+		ss.mu.Unlock()
 		out.Sessions = append(out.Sessions, row)
 		fmt.Fprintf(&text, "%s: %s, %d history entries", row.SessionID, row.State, row.HistoryCount)
 		if row.Pid != 0 {
@@ -555,10 +591,23 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 		if row.QueuedRuns > 0 {
 			fmt.Fprintf(&text, ", %d run(s) queued", row.QueuedRuns)
 		}
+		if row.Note != "" {
+			fmt.Fprintf(&text, ". %s", row.Note)
+		}
 		text.WriteByte('\n')
 	}
 	if len(all) == 0 {
 		text.WriteString("No sessions. run_code starts one.\n")
+	}
+	s.mu.Lock()
+	bad := make([]string, 0, len(s.unrestorable))
+	for id, err := range s.unrestorable {
+		bad = append(bad, fmt.Sprintf("%s (%v)", id, err))
+	}
+	s.mu.Unlock()
+	slices.Sort(bad)
+	if len(bad) > 0 {
+		fmt.Fprintf(&text, "Not restored, their files left as they are and their ids refused: %s\n", strings.Join(bad, "; "))
 	}
 	out.Pool = s.pool.summary()
 	if out.Pool.Size > 0 {

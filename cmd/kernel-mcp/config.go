@@ -109,7 +109,7 @@ var settings = []setting{
 	{"pool-size", "KERNEL_MCP_POOL_SIZE", "1", "started, idle kernels kept ready per kind of kernel, so a new session or a reset takes milliseconds; 0 turns the pool off"},
 	{"max-inline-image", "KERNEL_MCP_MAX_INLINE_IMAGE", "1M", "largest image put inline in a result, in bytes after base64 encoding (K, M suffixes); a larger one is downscaled for the inline copy and kept whole as a session://{id}/outputs/{n} resource"},
 	{"image-mode", "KERNEL_MCP_IMAGE_MODE", "inline", "inline: images come back in results (downscaled past --max-inline-image); link: only as resource links"},
-	{"tools", "KERNEL_MCP_TOOLS", "all", "the tools offered: minimal (run_code, get_history, session_status), standard (sessions, execution, history), all, or a comma-separated list of tool names"},
+	{"tools", "KERNEL_MCP_TOOLS", "all", toolsHelp()},
 	{"idle-timeout", "KERNEL_MCP_IDLE_TIMEOUT", "0", "seconds a kernel may run nothing before it is shut down (history kept); 0 means never"},
 	{"start-timeout", "KERNEL_MCP_START_TIMEOUT", "60", "seconds a kernel may take to start before it is given up"},
 	{"interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "5", "seconds an interrupted kernel gets to stop before it is restarted"},
@@ -588,6 +588,16 @@ func isAbs(goos, p string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, `\\`) || strings.HasPrefix(p, "//")
+}
+
+// toolsHelp describes --tools. The minimal profile's tools are read from
+// its definition, so that the help cannot name other tools than it offers.
+func toolsHelp() string {
+	minimal, err := mcpserver.ToolProfile("minimal")
+	if err != nil {
+		panic(err) // the profile is defined in mcpserver
+	}
+	return "the tools offered: minimal (" + strings.Join(minimal, ", ") + "), standard (sessions, execution, history), all, or a comma-separated list of tool and profile names"
 }
 
 // usage writes --help: every flag with its environment variable and default.

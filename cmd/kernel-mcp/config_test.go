@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -296,6 +299,26 @@ func TestUsageListsEveryFlagAndEnv(t *testing.T) {
 		"(default 20000)", "(default info)", "(default 0)", "(default 60)", "(default 5)", "/home/u/.local/state/kernel-mcp"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("usage lacks %q", w)
+		}
+	}
+}
+
+// --help names exactly the tools the minimal profile offers.
+func TestUsageListsTheMinimalProfile(t *testing.T) {
+	var buf bytes.Buffer
+	usageFor(&buf, "linux", env(base))
+	out := buf.String()
+	minimal, err := mcpserver.ToolProfile("minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "minimal (" + strings.Join(minimal, ", ") + ")"
+	if !strings.Contains(out, want) {
+		t.Errorf("usage does not list the minimal profile as %q:\n%s", want, out)
+	}
+	for _, tool := range []string{"wait_run", "send_input"} {
+		if !slices.Contains(minimal, tool) {
+			t.Errorf("the minimal profile lacks %s", tool)
 		}
 	}
 }

@@ -1,0 +1,120 @@
+package mcpserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kernel-mcp/kernel-mcp/history"
+)
+
+// A cell taken by start/end is named by its place in the whole notebook,
+// not in the slice.
+func TestSelectCellsNamesCellsInTheWholeNotebook(t *testing.T) {
+	nb := []byte(`{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+		{"cell_type": "markdown", "source": "# Title"},
+		{"cell_type": "code", "source": "a = 0", "outputs": []},
+		{"cell_type": "code", "source": "b = 1", "outputs": []},
+		{"cell_type": "markdown", "source": "More"},
+		{"cell_type": "markdown", "source": "Even more"},
+		{"cell_type": "code", "source": "c = 2", "outputs": []},
+		{"cell_type": "code", "source": "d = 3", "outputs": []}]}`)
+	cells, _, err := parseIPynb("nb.ipynb", nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := 2
+	picked, lo, hi, codeN := selectCells(cells, &start, nil)
+	if lo != 2 || hi != 4 || codeN != 4 || len(picked) != 4 {
+		t.Fatalf("selectCells(start 2) = %d cells, code %d to %d of %d", len(picked), lo, hi, codeN)
+	}
+	var labels []string
+	n := lo
+	for _, c := range picked {
+		if c.Type == "code" {
+			labels = append(labels, cellLabel(n, c))
+			n++
+		}
+	}
+	want := []string{"code cell 2, cell 6 of the notebook", "code cell 3, cell 7 of the notebook"}
+	if strings.Join(labels, "|") != strings.Join(want, "|") {
+		t.Fatalf("labels %q, want %q", labels, want)
+	}
+}
+
+// jupytext's YAML header is metadata, not code cell 0.
+func TestParsePercentSkipsTheJupytextHeader(t *testing.T) {
+	script := `# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Analysis
+
+# %%
+x = 1
+
+# %%
+y = x + 1
+`
+	cells, _, err := parsePercent("steps.py", []byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cells {
+		got = append(got, c.Type+":"+c.Source)
+	}
+	want := []string{"markdown:# Analysis", "code:x = 1", "code:y = x + 1"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("cells %q, want %q", got, want)
+	}
+	start := 1
+	picked, lo, _, codeN := selectCells(cells, &start, nil)
+	if codeN != 2 || lo != 1 || len(picked) != 1 || picked[0].Source != "y = x + 1" || picked[0].Index != 2 {
+		t.Fatalf("start 1 picks %+v (code cells: %d)", picked, codeN)
+	}
+
+	// Text before the first marker that is not such a header stays a cell.
+	for _, pre := range []string{"import os\n", "# --- not a header\nz = 0\n", "# ---\nz = 0\n# ---\n"} {
+		cells, _, err := parsePercent("steps.py", []byte(pre+"\n# %%\nx = 1\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cells) != 2 || cells[0].Type != "code" || cells[1].Source != "x = 1" {
+			t.Errorf("%q: cells %+v, want the leading text as a cell of its own", pre, cells)
+		}
+	}
+}
+
+// rerun_code counts the code blocks it ran, never the text cells a
+// notebook left in the history.
+func TestReplayHeadlineCountsCodeBlocks(t *testing.T) {
+	md := history.Entry{Code: "# Title", CellType: "markdown"}
+	code := history.Entry{Code: "x = 1"}
+	// [1] md, [2] code, [3] code, [4] md, [5] code, [6] md, [7] code
+	entries := []history.Entry{md, code, code, md, code, md, code}
+	ok := []BlockSummary{{Block: 2, Status: "ok"}, {Block: 3, Status: "ok"}, {Block: 5, Status: "ok"}, {Block: 7, Status: "ok"}}
+	if got, want := replayHeadline(entries, 1, ok), "Re-ran 4 block(s) ([1] to [7]); all succeeded. 3 text cell(s) among them were skipped."; got != want {
+		t.Errorf("all ran: %q, want %q", got, want)
+	}
+	failed := []BlockSummary{{Block: 2, Status: "ok"}, {Block: 3, Status: "ok"}, {Block: 5, Status: "error", Error: &ErrorInfo{EName: "NameError", EValue: "name 'x' is not defined"}}}
+	if got := replayHeadline(entries, 1, failed); !strings.HasPrefix(got, "Stopped at block [5]: NameError") || !strings.HasSuffix(got, " 3 of 4 blocks ran.") {
+		t.Errorf("stopped: %q, want block [5] and 3 of 4 blocks ran", got)
+	}
+	timedOut := []BlockSummary{{Block: 2, Status: "timeout"}}
+	if got, want := replayHeadline(entries, 1, timedOut), "Stopped at block [2] (timeout); 1 of 4 blocks ran."; got != want {
+		t.Errorf("timeout: %q, want %q", got, want)
+	}
+	if got := replayHeadline([]history.Entry{md}, 3, nil); got != "No code blocks in [3] to [3]; nothing ran. 1 text cell(s) among them were skipped." {
+		t.Errorf("text only: %q", got)
+	}
+}
