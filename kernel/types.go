@@ -87,8 +87,10 @@ type ExecuteResult struct {
 	// Rejected counts iopub messages for this execution whose content was
 	// not valid JSON; they are left out of Outputs.
 	Rejected int
-	// OmittedBytes and OmittedOutputs count what ExecuteOptions'
-	// MaxStreamBytes and MaxOutputs left out.
+	// OmittedBytes counts the stream bytes ExecuteOptions.MaxStreamBytes
+	// cut from the outputs kept. OmittedOutputs counts the outputs
+	// MaxOutputs dropped whole, as a notebook counts outputs: the chunks of
+	// one stream that follow each other are one output.
 	OmittedBytes   int
 	OmittedOutputs int
 	// RateLimited is set when a Jupyter server replaced some of this
