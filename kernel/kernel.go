@@ -465,9 +465,12 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 }
 
 // Attach connects to a kernel someone else started, from its connection
-// file. The kernel's death is detected by heartbeat. Close disconnects and
-// asks the kernel to shut down (only disconnects with
-// Options.DetachOnClose); Restart is not available.
+// file. It gives up when ctx ends, also against ports that accept a
+// connection and never answer (a stopped kernel, another program). The
+// kernel's death is detected by heartbeat: HeartbeatMisses beats in a row
+// that get no answer within HeartbeatInterval, whether the kernel exited or
+// is stopped. Close disconnects and asks the kernel to shut down (only
+// disconnects with Options.DetachOnClose); Restart is not available.
 func Attach(ctx context.Context, connectionFile string, opts Options) (*Kernel, error) {
 	opts.setDefaults()
 	ci, err := ReadConnectionFile(connectionFile)
