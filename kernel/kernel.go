@@ -982,8 +982,10 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 }
 
 // Restart replaces the kernel process with a fresh one (new ports, new
-// sockets, empty namespace). Calls in flight on the old process return an
-// error matching ErrKernelDied. State reports "starting" meanwhile. When
+// sockets, empty namespace). Calls in flight on the old process return at
+// once with an error matching ErrKernelDied (a *DiedError with Restarted
+// set), on local and gateway kernels alike. State reports "starting"
+// meanwhile. When
 // the new process does not start, the old one is gone all the same: every
 // call then returns a *RestartError (matching ErrKernelDied) naming the
 // cause, State reports "dead", and another Restart may be tried.
@@ -1009,6 +1011,11 @@ func (k *Kernel) restart(ctx context.Context, force bool) error {
 		k.restarting = false
 		k.mu.Unlock()
 	}()
+	// Calls in flight on the old process end now, with a death that says
+	// why. Stopping the generation would mark it with ErrClosed (which
+	// says the caller closed the Kernel) or with the exit status,
+	// whichever came first.
+	old.markDead(&DiedError{ExitCode: -1, Restarted: true})
 
 	var (
 		g   *generation

@@ -164,10 +164,16 @@ type DiedError struct {
 	Stderr    string // the last lines the kernel wrote to stderr
 	// Remote says how a gateway reported the end of a kernel it runs.
 	Remote string
+	// Restarted is set for the calls that were in flight when Restart or
+	// ForceRestart replaced the process under them: the Kernel itself goes
+	// on with the new process.
+	Restarted bool
 }
 
 func (e *DiedError) Error() string {
 	switch {
+	case e.Restarted:
+		return "kernel died (restarted)"
 	case e.Remote != "":
 		return "kernel died (" + e.Remote + ")"
 	case e.Heartbeat:
