@@ -76,8 +76,13 @@ type zmqConn struct {
 	shell, control, stdin zmq4.Socket // DEALER
 	iopub                 zmq4.Socket // SUB
 
-	hbMu sync.Mutex
-	hb   zmq4.Socket // REQ; rebuilt after a timeout, since REQ state is then unknown
+	// hbSem is held by the heartbeat in progress, since REQ carries one
+	// request at a time; a beat queued behind a stuck one gives up when
+	// its ctx ends. hbMu guards hb and hbClosed only, never across I/O.
+	hbSem    chan struct{}
+	hbMu     sync.Mutex
+	hb       zmq4.Socket // REQ; nil after a failed beat, until the next beat dials a new one
+	hbClosed bool
 
 	ctx     context.Context // cancelled by Close; parent of every socket
 	cancel  context.CancelFunc
@@ -116,7 +121,7 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 		retries = max(int(time.Until(dl)/(10*time.Millisecond)), 1)
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &zmqConn{signer: signer, ci: ci, ctx: cctx, cancel: cancel, out: make(chan Received, 1024)}
+	c := &zmqConn{signer: signer, ci: ci, ctx: cctx, cancel: cancel, out: make(chan Received, 1024), hbSem: make(chan struct{}, 1)}
 	for i := range c.sendSem {
 		c.sendSem[i] = make(chan struct{}, 1)
 	}
@@ -143,7 +148,8 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 	}{{c.shell, ci.ShellPort}, {c.control, ci.ControlPort}, {c.stdin, ci.StdinPort}, {c.iopub, ci.IOPubPort}, {c.hb, ci.HBPort}}
 	// zmq4 retries a dial until the socket's own context ends, not ctx: end
 	// it when ctx does, so a kernel that died or a start that timed out
-	// stops the retries at once.
+	// stops the retries at once. That also ends a ZMTP handshake with a
+	// peer that never answers (see closeWithSocket).
 	dialed := make(chan struct{})
 	watchDone := make(chan struct{})
 	go func() {
@@ -156,7 +162,7 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 	}()
 	errc := make(chan error, len(dials))
 	for _, d := range dials {
-		go func() { errc <- d.s.Dial(ci.endpoint(d.port)) }()
+		go func() { errc <- d.s.Dial(dialAddress(ci.endpoint(d.port))) }()
 	}
 	var derr error
 	for range dials {
@@ -314,16 +320,25 @@ func (c *zmqConn) Send(ctx context.Context, ch Channel, msg *wire.Message) error
 }
 
 // Heartbeat sends a random payload on the REQ socket and waits for its echo.
-// After a timeout the REQ socket is in an unknown state, so it is replaced.
+// After a failure the REQ socket is in an unknown state, so it is closed and
+// the next beat dials a new one. Everything, that dial included, ends with
+// ctx: a kernel that accepts connections but never answers (it is stopped)
+// costs each beat its ctx, never more.
 func (c *zmqConn) Heartbeat(ctx context.Context) error {
-	c.hbMu.Lock()
-	defer c.hbMu.Unlock()
-	if c.ctx.Err() != nil {
+	select {
+	case c.hbSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
 		return ErrClosed
+	}
+	defer func() { <-c.hbSem }()
+	hb, err := c.heartbeatSocket(ctx)
+	if err != nil {
+		return err
 	}
 	payload := make([]byte, 16)
 	rand.Read(payload)
-	hb := c.hb
 	done := make(chan error, 1)
 	go func() {
 		if err := hb.Send(zmq4.NewMsg(payload)); err != nil {
@@ -345,30 +360,75 @@ func (c *zmqConn) Heartbeat(ctx context.Context) error {
 	select {
 	case err := <-done:
 		if err != nil {
-			// The goroutine has ended: nothing more to wait for.
-			c.resetHeartbeat(hb, nil)
+			c.dropHeartbeat(hb)
 		}
 		return err
 	case <-ctx.Done():
-		c.resetHeartbeat(hb, done)
-		return ctx.Err()
+		err = ctx.Err()
 	case <-c.ctx.Done():
-		return ErrClosed
+		err = ErrClosed
 	}
+	// Closing the socket ends the goroutine, so none outlives the call.
+	c.dropHeartbeat(hb)
+	<-done
+	return err
 }
 
-// resetHeartbeat closes the stuck REQ socket, waits for its goroutine (done,
-// unless nil because it already ended) and dials a new one, so no heartbeat
-// goroutine outlives its call.
-func (c *zmqConn) resetHeartbeat(old zmq4.Socket, done <-chan error) {
-	old.Close()
-	if done != nil {
-		<-done
+// heartbeatSocket returns the REQ socket, dialling a new one (within ctx)
+// when the last beat dropped it.
+func (c *zmqConn) heartbeatSocket(ctx context.Context) (zmq4.Socket, error) {
+	c.hbMu.Lock()
+	hb, closed := c.hb, c.hbClosed
+	c.hbMu.Unlock()
+	if closed {
+		return nil, ErrClosed
 	}
-	c.hb = zmq4.NewReq(c.ctx, zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(1), zmq4.WithLogger(discardLogger))
-	// A failed dial leaves a socket that fails every Send; the next beat
-	// reports that and tries again.
-	_ = c.hb.Dial(c.ci.endpoint(c.ci.HBPort))
+	if hb != nil {
+		return hb, nil
+	}
+	s := zmq4.NewReq(c.ctx, zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(1), zmq4.WithLogger(discardLogger))
+	if err := dialSocket(ctx, s, c.ci.endpoint(c.ci.HBPort)); err != nil {
+		s.Close()
+		if c.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("kernel: heartbeat: %w", err)
+	}
+	c.hbMu.Lock()
+	defer c.hbMu.Unlock()
+	if c.hbClosed {
+		s.Close()
+		return nil, ErrClosed
+	}
+	c.hb = s
+	return s, nil
+}
+
+// dropHeartbeat closes a REQ socket that failed a beat and forgets it.
+func (c *zmqConn) dropHeartbeat(hb zmq4.Socket) {
+	hb.Close()
+	c.hbMu.Lock()
+	if c.hb == hb {
+		c.hb = nil
+	}
+	c.hbMu.Unlock()
+}
+
+// dialSocket dials one socket within ctx. When ctx ends first the socket
+// is closed, which (through the transports of transport.go) also ends a
+// ZMTP handshake in progress, and dialSocket returns once Dial has: no
+// goroutine is left behind. The caller still owns, and closes, s.
+func dialSocket(ctx context.Context, s zmq4.Socket, endpoint string) error {
+	done := make(chan error, 1)
+	go func() { done <- s.Dial(dialAddress(endpoint)) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
 }
 
 func (c *zmqConn) closeSockets() {
@@ -378,6 +438,7 @@ func (c *zmqConn) closeSockets() {
 		}
 	}
 	c.hbMu.Lock()
+	c.hbClosed = true
 	if c.hb != nil {
 		c.hb.Close()
 	}

@@ -21,16 +21,22 @@ type collector struct {
 
 	// stream holds the text of the last output while it is a stream, so
 	// that thousands of chunks are joined once, not copied at every chunk.
+	// It is open (active) exactly while the last output is that stream and
+	// more chunks of it may follow; only an output after it closes it.
 	stream     streamText
 	maxOutputs int // 0: no limit
+	// droppedStream names the stream of the last output when MaxOutputs
+	// dropped it: its later chunks belong to that output, counted once.
+	droppedStream string
 }
 
 func newCollector(res *ExecuteResult, opts ExecuteOptions) *collector {
 	return &collector{res: res, onEvent: opts.OnEvent, stream: streamText{half: opts.MaxStreamBytes / 2}, maxOutputs: opts.MaxOutputs}
 }
 
-// flush moves gathered stream text into the last output. Call it before the
-// outputs are read or changed.
+// flush moves gathered stream text into the last output and closes the
+// stream: call it when another output follows, or at the end. Chunks that
+// arrive later start an output of their own.
 func (c *collector) flush() {
 	if !c.stream.active {
 		return
@@ -118,8 +124,8 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 	}
 	if msgType == "update_display_data" {
 		// Updates replace earlier displays with the same id and are not
-		// outputs of their own.
-		c.flush()
+		// outputs of their own: a stream being gathered stays open, since
+		// in a notebook the next chunk still joins it.
 		for i := range c.res.Outputs {
 			if o := &c.res.Outputs[i]; o.DisplayID != "" && o.DisplayID == out.DisplayID {
 				o.Data, o.Metadata = out.Data, out.Metadata
@@ -133,14 +139,21 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 		c.clearNext = false
 	}
 	outs := c.res.Outputs
-	if n := len(outs); out.Type == OutputStream && n > 0 && outs[n-1].Type == OutputStream && outs[n-1].Name == out.Name {
+	if n := len(outs); out.Type == OutputStream && c.stream.active && n > 0 && outs[n-1].Name == out.Name {
 		c.stream.write(out.Text)
 		return
 	}
+	if out.Type == OutputStream && c.droppedStream == out.Name {
+		return // more of an output already counted as omitted
+	}
 	c.flush()
+	c.droppedStream = ""
 	// Errors always stay: they say why the run ended.
 	if c.maxOutputs > 0 && len(outs) >= c.maxOutputs && out.Type != OutputError {
 		c.res.OmittedOutputs++
+		if out.Type == OutputStream {
+			c.droppedStream = out.Name
+		}
 		return
 	}
 	if out.Type == OutputStream {
@@ -154,6 +167,7 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 func (c *collector) clear() {
 	c.res.Outputs = c.res.Outputs[:0]
 	c.res.OmittedOutputs = 0
+	c.droppedStream = ""
 }
 
 // streamText accumulates one stream output. Without a limit it keeps

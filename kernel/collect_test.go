@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -86,5 +88,88 @@ func TestCollectorErrorFollowsReply(t *testing.T) {
 	c.reply([]byte(`{"status": "error", "ename": "ZeroDivisionError", "evalue": "division by zero", "traceback": []}`))
 	if res.Error == nil || res.Error.EName != "ZeroDivisionError" || len(res.Error.Traceback) != 1 || res.Error.Traceback[0] != "tb1" {
 		t.Fatalf("error reply: %+v", res.Error)
+	}
+}
+
+// Stream text keeps joining its output across an update_display_data, and
+// outputs past MaxOutputs are counted, not written into a stream already
+// closed: each case is the message sequence a cell sends.
+func TestCollectorStreamAfterUpdateOrDrop(t *testing.T) {
+	stream := func(text string) []byte {
+		return []byte(`{"name": "stdout", "text": "` + text + `"}`)
+	}
+	display := func(v string) []byte {
+		return []byte(`{"data": {"text/plain": "` + v + `"}, "metadata": {}, "transient": {"display_id": "h"}}`)
+	}
+	type msg struct {
+		typ     string
+		content []byte
+	}
+	for _, tc := range []struct {
+		name         string
+		opts         ExecuteOptions
+		msgs         []msg
+		want         []string
+		wantOmitted  int
+		wantOmittedB int
+	}{{
+		// h = display('x', display_id=True); for i in range(3): print(i); h.update(i)
+		name: "print then update, in a loop",
+		msgs: []msg{{"display_data", display("'x'")},
+			{"stream", stream(`0\n`)}, {"update_display_data", display("0")},
+			{"stream", stream(`1\n`)}, {"update_display_data", display("1")},
+			{"stream", stream(`2\n`)}, {"update_display_data", display("2")}},
+		want: []string{"display_data 2", `stream stdout "0\n1\n2\n"`},
+	}, {
+		name: "print then update, with a stream limit",
+		opts: ExecuteOptions{MaxStreamBytes: 1 << 10},
+		msgs: []msg{{"display_data", display("'x'")},
+			{"stream", stream(`0\n`)}, {"update_display_data", display("0")},
+			{"stream", stream(`1\n`)}, {"update_display_data", display("1")}},
+		want: []string{"display_data 1", `stream stdout "0\n1\n"`},
+	}, {
+		// print('a'); display('d'); print('b'); print('c') with MaxOutputs 1
+		name: "outputs past MaxOutputs",
+		opts: ExecuteOptions{MaxOutputs: 1},
+		msgs: []msg{{"stream", stream(`a\n`)}, {"display_data", display("d")},
+			{"stream", stream(`b\n`)}, {"stream", stream(`c\n`)}},
+		want:        []string{`stream stdout "a\n"`},
+		wantOmitted: 2, // the display, and "b\nc\n" after it
+	}, {
+		name: "a dropped stream is one output however many chunks",
+		opts: ExecuteOptions{MaxOutputs: 1, MaxStreamBytes: 1 << 10},
+		msgs: []msg{{"display_data", display("d")},
+			{"stream", stream(`a\n`)}, {"stream", stream(`b\n`)}, {"stream", stream(`c\n`)},
+			{"error", []byte(`{"ename": "E", "evalue": "v", "traceback": []}`)},
+			{"stream", stream(`d\n`)}},
+		want:        []string{"display_data d", "error E"},
+		wantOmitted: 2,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &ExecuteResult{}
+			c := newCollector(res, tc.opts)
+			for _, m := range tc.msgs {
+				c.iopub(m.typ, m.content)
+			}
+			c.flush()
+			var got []string
+			for _, o := range res.Outputs {
+				switch o.Type {
+				case OutputStream:
+					got = append(got, fmt.Sprintf("stream %s %q", o.Name, o.Text))
+				case OutputError:
+					got = append(got, "error "+o.EName)
+				default:
+					v, _ := o.String("text/plain")
+					got = append(got, o.Type+" "+v)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("outputs:\n got %q\nwant %q", got, tc.want)
+			}
+			if res.OmittedOutputs != tc.wantOmitted || res.OmittedBytes != tc.wantOmittedB {
+				t.Errorf("omitted %d outputs, %d bytes; want %d, %d", res.OmittedOutputs, res.OmittedBytes, tc.wantOmitted, tc.wantOmittedB)
+			}
+		})
 	}
 }

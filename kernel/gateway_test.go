@@ -343,3 +343,14 @@ func TestGatewayDeletedByAnotherClient(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayRestartEndsCallsAsDeath: on a gateway too, a call in flight
+// when Restart restarts the kernel returns ErrKernelDied.
+func TestGatewayRestartEndsCallsAsDeath(t *testing.T) {
+	for _, kind := range gatewayKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			restartUnderRun(t, startGatewayKernel(t, gatewaytest.Shared(t, kind), Options{}))
+		})
+	}
+}

@@ -465,9 +465,12 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 }
 
 // Attach connects to a kernel someone else started, from its connection
-// file. The kernel's death is detected by heartbeat. Close disconnects and
-// asks the kernel to shut down (only disconnects with
-// Options.DetachOnClose); Restart is not available.
+// file. It gives up when ctx ends, also against ports that accept a
+// connection and never answer (a stopped kernel, another program). The
+// kernel's death is detected by heartbeat: HeartbeatMisses beats in a row
+// that get no answer within HeartbeatInterval, whether the kernel exited or
+// is stopped. Close disconnects and asks the kernel to shut down (only
+// disconnects with Options.DetachOnClose); Restart is not available.
 func Attach(ctx context.Context, connectionFile string, opts Options) (*Kernel, error) {
 	opts.setDefaults()
 	ci, err := ReadConnectionFile(connectionFile)
@@ -979,8 +982,10 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 }
 
 // Restart replaces the kernel process with a fresh one (new ports, new
-// sockets, empty namespace). Calls in flight on the old process return an
-// error matching ErrKernelDied. State reports "starting" meanwhile. When
+// sockets, empty namespace). Calls in flight on the old process return at
+// once with an error matching ErrKernelDied (a *DiedError with Restarted
+// set), on local and gateway kernels alike. State reports "starting"
+// meanwhile. When
 // the new process does not start, the old one is gone all the same: every
 // call then returns a *RestartError (matching ErrKernelDied) naming the
 // cause, State reports "dead", and another Restart may be tried.
@@ -1006,6 +1011,11 @@ func (k *Kernel) restart(ctx context.Context, force bool) error {
 		k.restarting = false
 		k.mu.Unlock()
 	}()
+	// Calls in flight on the old process end now, with a death that says
+	// why. Stopping the generation would mark it with ErrClosed (which
+	// says the caller closed the Kernel) or with the exit status,
+	// whichever came first.
+	old.markDead(&DiedError{ExitCode: -1, Restarted: true})
 
 	var (
 		g   *generation

@@ -375,6 +375,32 @@ h.update('second')`, ExecuteOptions{OnEvent: func(e Event) { kinds = append(kind
 			t.Errorf("events %q", kinds)
 		}
 	})
+
+	// Each update flushes stdout first, so the chunks of one print stream
+	// alternate with updates; a notebook still shows them as one output.
+	t.Run("StreamAcrossUpdates", func(t *testing.T) {
+		res := mustExecute(t, k, `from IPython.display import display
+h = display('x', display_id=True)
+for i in range(3):
+    print(i)
+    h.update(i)`)
+		wantOutputs(t, res, "display_data 2", `stream stdout "0\n1\n2\n"`)
+	})
+
+	t.Run("MaxOutputsCountsWhatFollows", func(t *testing.T) {
+		res, err := k.Execute(testCtx(t, 60*time.Second), `from IPython.display import display
+print('a')
+display('d')
+print('b')
+print('c')`, ExecuteOptions{MaxOutputs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutputs(t, res, `stream stdout "a\n"`)
+		if res.OmittedOutputs != 2 {
+			t.Errorf("OmittedOutputs = %d, want 2 (the display and the stream after it)", res.OmittedOutputs)
+		}
+	})
 }
 
 // TestExecuteDeadlineInterrupts checks that a context deadline interrupts

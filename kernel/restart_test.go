@@ -114,3 +114,34 @@ func TestSendObeysContext(t *testing.T) {
 	}
 	wantOutputs(t, mustExecute(t, k, "1 + 1"), "execute_result 2")
 }
+
+// restartUnderRun starts code that runs until it is stopped, restarts k
+// under it, and checks what the call in flight got: a death saying the
+// kernel was restarted, not ErrClosed, with the output before it.
+func restartUnderRun(t *testing.T, k *Kernel) {
+	t.Helper()
+	mustExecute(t, k, "before = 1")
+	opts, started := startedSignal()
+	done := executeAsync(testCtx(t, 120*time.Second), k, "import time\nprint('started', flush=True)\ntime.sleep(120)", opts)
+	await(t, started, "the code to start")
+	if err := k.Restart(testCtx(t, 90*time.Second)); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	r := await(t, done, "the call in flight to return")
+	var de *DiedError
+	if !errors.Is(r.err, ErrKernelDied) || errors.Is(r.err, ErrClosed) || !errors.As(r.err, &de) || !de.Restarted {
+		t.Errorf("the call in flight during Restart: %v, want a *DiedError with Restarted (ErrKernelDied, not ErrClosed)", r.err)
+	}
+	if r.res == nil || len(r.res.Outputs) == 0 || r.res.Outputs[0].Text != "started\n" {
+		t.Errorf("the output before the restart is gone: %+v", r.res)
+	}
+	_, err := k.Execute(testCtx(t, 60*time.Second), "before", ExecuteOptions{})
+	wantExecError(t, err, "NameError")
+}
+
+// TestRestartEndsCallsAsDeath: a call in flight when Restart replaces the
+// process returns ErrKernelDied, as Restart's doc says.
+func TestRestartEndsCallsAsDeath(t *testing.T) {
+	t.Parallel()
+	restartUnderRun(t, startKernel(t, Options{}))
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"strings"
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
@@ -16,6 +17,10 @@ import (
 // keep going out as one writev.
 const bufferedTCP = "kmtcp"
 
+// boundedIPC names zmq4's ipc transport (Unix domain sockets) with the
+// connection bound to its socket's life, as bufferedTCP's is.
+const boundedIPC = "kmipc"
+
 // readBufferSize is large enough to take a typical iopub burst (a status, a
 // stream, a reply) in one read, and small next to a kernel's own buffers.
 const readBufferSize = 64 << 10
@@ -24,6 +29,19 @@ func init() {
 	if err := zmq4.RegisterTransport(bufferedTCP, bufferedTransport{}); err != nil {
 		panic(err)
 	}
+	if err := zmq4.RegisterTransport(boundedIPC, boundedUnixTransport{}); err != nil {
+		panic(err)
+	}
+}
+
+// closeWithSocket closes c once ctx, the context zmq4 gives a transport's
+// Dial (the dialling socket's own), ends. zmq4 sets no deadline on the ZMTP
+// handshake, and a socket closed mid-handshake does not know the connection
+// yet: without this, a peer that accepts and never greets (a stopped
+// kernel, a stranger's listener) holds Dial, and its goroutine, for ever.
+// zmq4 closes the connections it knows itself; closing twice is harmless.
+func closeWithSocket(ctx context.Context, c net.Conn) {
+	context.AfterFunc(ctx, func() { c.Close() })
 }
 
 type bufferedTransport struct{}
@@ -35,6 +53,7 @@ func (bufferedTransport) Dial(ctx context.Context, d transport.Dialer, addr stri
 	if err != nil {
 		return nil, err
 	}
+	closeWithSocket(ctx, c)
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c, nil
@@ -61,3 +80,34 @@ type bufferedConn struct {
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+type boundedUnixTransport struct{}
+
+var _ transport.Transport = boundedUnixTransport{}
+
+func (boundedUnixTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
+	c, err := d.DialContext(ctx, "unix", addr)
+	if err != nil {
+		return nil, err
+	}
+	closeWithSocket(ctx, c)
+	return c, nil
+}
+
+func (boundedUnixTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "unix", addr)
+}
+
+func (boundedUnixTransport) Addr(ep string) (string, error) {
+	return transport.New("unix").Addr(ep)
+}
+
+// dialAddress is the address a socket dials for endpoint: an ipc endpoint
+// goes through boundedIPC rather than zmq4's own ipc transport.
+func dialAddress(endpoint string) string {
+	if rest, ok := strings.CutPrefix(endpoint, "ipc://"); ok {
+		return boundedIPC + "://" + rest
+	}
+	return endpoint
+}

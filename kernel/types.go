@@ -87,8 +87,10 @@ type ExecuteResult struct {
 	// Rejected counts iopub messages for this execution whose content was
 	// not valid JSON; they are left out of Outputs.
 	Rejected int
-	// OmittedBytes and OmittedOutputs count what ExecuteOptions'
-	// MaxStreamBytes and MaxOutputs left out.
+	// OmittedBytes counts the stream bytes ExecuteOptions.MaxStreamBytes
+	// cut from the outputs kept. OmittedOutputs counts the outputs
+	// MaxOutputs dropped whole, as a notebook counts outputs: the chunks of
+	// one stream that follow each other are one output.
 	OmittedBytes   int
 	OmittedOutputs int
 	// RateLimited is set when a Jupyter server replaced some of this
@@ -162,10 +164,16 @@ type DiedError struct {
 	Stderr    string // the last lines the kernel wrote to stderr
 	// Remote says how a gateway reported the end of a kernel it runs.
 	Remote string
+	// Restarted is set for the calls that were in flight when Restart or
+	// ForceRestart replaced the process under them: the Kernel itself goes
+	// on with the new process.
+	Restarted bool
 }
 
 func (e *DiedError) Error() string {
 	switch {
+	case e.Restarted:
+		return "kernel died (restarted)"
 	case e.Remote != "":
 		return "kernel died (" + e.Remote + ")"
 	case e.Heartbeat:

@@ -473,8 +473,13 @@ func (ss *Session) generation() int {
 }
 
 // markDead forgets a dead kernel, releasing its files, and remembers how it
-// died for list_sessions and the next call.
+// died for list_sessions and the next call. A call that died because the
+// kernel was restarted under it leaves the kernel alone: k already runs
+// the new process (or reports the failed restart itself).
 func (ss *Session) markDead(k *kernel.Kernel, why error) {
+	if de := (*kernel.DiedError)(nil); errors.As(why, &de) && de.Restarted {
+		return
+	}
 	ss.mu.Lock()
 	if ss.k == k {
 		ss.k = nil

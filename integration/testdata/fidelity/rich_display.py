@@ -68,6 +68,12 @@ for step in range(1, 4):
 print("updated in place")
 
 # %%
+counter = display("count: none yet", display_id=True)
+for i in range(3):
+    print(f"line {i}")
+    counter.update(f"count: {i}")
+
+# %%
 display("first", display_id="named")
 display("second", display_id="other")
 update_display("first, updated", display_id="named")
