@@ -438,7 +438,9 @@ df["label"] = "q" + df["quarter"].astype(int).astype(str)`)
 		{"plot_data", map[string]any{"kind": "line", "name": "dff"}, "did you mean 'df'?"},
 	} {
 		tc.args["session_id"] = "macro"
+		t0 := time.Now()
 		res := s.call(tc.tool, tc.args)
+		t.Logf("MEASURE: %s %v refused in %v", tc.tool, tc.args, time.Since(t0).Round(time.Millisecond))
 		got := text(res)
 		if !res.IsError || !strings.Contains(got, tc.want) || strings.Contains(got, "Traceback") || len(got) > 600 {
 			t.Errorf("%s %v: isError=%v, %d characters:\n%s\nwant a short error saying %q", tc.tool, tc.args, res.IsError, len(got), got, tc.want)
