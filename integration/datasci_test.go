@@ -452,11 +452,12 @@ df["label"] = "q" + df["quarter"].astype(int).astype(str)`)
 	if after := s.valueOf("macro", "len(In)"); after != count {
 		t.Errorf("len(In) %s after the refused calls, want %s: no cell that counts", after, count)
 	}
-	if res := s.call("describe_data", map[string]any{"session_id": "nosuch"}); !res.IsError || !strings.Contains(text(res), `no session "nosuch"`) {
-		t.Errorf("describe_data in a missing session: %s", text(res))
+	// A new session has no DataFrame yet (and no failed block either).
+	if res := s.call("describe_data", map[string]any{"session_id": "new"}); !res.IsError || !strings.Contains(text(res), "no DataFrame is defined yet: load one with load_data") {
+		t.Errorf("describe_data in a new session: %s", text(res))
 	}
-	if got := s.sessions(); len(got) != 1 {
-		t.Errorf("sessions after the refused calls: %+v, want only macro", got)
+	if n := s.historyCount("new"); n != 0 {
+		t.Errorf("history_count of the new session %d, want 0", n)
 	}
 }
 

@@ -786,7 +786,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	code := fmt.Sprintf("import statsmodels.api as sm\n%s = sm.OLS(%s[%s], sm.add_constant(%s[[%s]]), missing=\"drop\").fit(cov_type=%s)\nprint(%s.summary())",
 		model, name, pyString(in.Y), name, strings.Join(xs, ", "), cov, model)
 
-	ss, err := s.lookup(sessionOr(in.SessionID))
+	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[EstimateOLSOutput]("%v", err)
 	}
@@ -863,9 +863,11 @@ func (s *Server) checkData(ctx context.Context, ss *Session, chk dataCheck) (dat
 
 // checkedDataRun is dataRun for a tool that reads a DataFrame: in the
 // run's turn, it checks what chk names first and runs code(facts) only if
-// all is there. The session must exist: there is no DataFrame in a new one.
+// all is there. A session that does not exist yet is created, as dataRun
+// does: a load_data sent just before may not have created it yet, since
+// calls take their place in the session's order only in the run.
 func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, id string, chk dataCheck, code func(dataFacts) string) (*mcp.CallToolResult, RunOutput, error) {
-	ss, err := s.lookup(sessionOr(id))
+	ss, err := s.lookupOrCreate(sessionOr(id))
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
