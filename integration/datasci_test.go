@@ -384,6 +384,133 @@ func TestDataTools(t *testing.T) {
 	}
 }
 
+// historyCount is a session's history_count in list_sessions.
+func (s *server) historyCount(session string) int {
+	s.t.Helper()
+	for _, row := range s.sessions() {
+		if row.SessionID == session {
+			return row.HistoryCount
+		}
+	}
+	s.t.Fatalf("no session %q in list_sessions", session)
+	return 0
+}
+
+// valueOf is get_value's value of expr, as JSON text.
+func (s *server) valueOf(session, expr string) string {
+	s.t.Helper()
+	res := s.call("get_value", map[string]any{"session_id": session, "expression": expr})
+	if res.IsError {
+		s.t.Fatalf("get_value %s: %s", expr, text(res))
+	}
+	b, _ := json.Marshal(structured[struct {
+		Value any `json:"value"`
+	}](s.t, res).Value)
+	return string(b)
+}
+
+// TestDataToolsCheckColumns: a misspelt column or DataFrame is refused
+// at once with the closest names; nothing runs that the history or the
+// execution count would show, and pandas' internals are not the answer.
+func TestDataToolsCheckColumns(t *testing.T) {
+	requirePython(t, "numpy", "pandas", "matplotlib", "statsmodels")
+	s := startServer(t)
+	s.mustRun("macro", `import statsmodels.api as sm
+df = sm.datasets.macrodata.load_pandas().data
+df["label"] = "q" + df["quarter"].astype(int).astype(str)`)
+	before, count := s.historyCount("macro"), s.valueOf("macro", "len(In)")
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"estimate_ols", map[string]any{"y": "infl", "x": []string{"tbilrat"}}, "df has no column 'tbilrat' (x[0]); did you mean 'tbilrate'?"},
+		{"estimate_ols", map[string]any{"y": "Infl", "x": []string{"tbilrate"}}, "df has no column 'Infl' (y); did you mean 'infl'?"},
+		{"estimate_ols", map[string]any{"name": "dff", "y": "infl", "x": []string{"tbilrate"}}, "there is no variable 'dff' in this session; did you mean 'df'?"},
+		{"estimate_ols", map[string]any{"y": "infl", "x": []string{"label"}}, "column 'label' (x[0]) of df holds"},
+		{"describe_data", map[string]any{"name": "dff"}, "did you mean 'df'?"},
+		{"describe_data", map[string]any{"name": "sm"}, "sm is a module, not a pandas DataFrame"},
+		{"plot_data", map[string]any{"kind": "scatter", "x": "tbilrat", "y": "infl"}, "df has no column 'tbilrat' (x); did you mean 'tbilrate'?"},
+		{"plot_data", map[string]any{"kind": "line", "y": "infll"}, "did you mean 'infl'?"},
+		{"plot_data", map[string]any{"kind": "bar", "x": "yeer", "y": "infl"}, "did you mean 'year'?"},
+		{"plot_data", map[string]any{"kind": "box", "x": "decade", "y": "infl"}, "df has no column 'decade' (x)"},
+		{"plot_data", map[string]any{"kind": "hist", "y": "label"}, "column 'label' (y) of df holds"},
+		{"plot_data", map[string]any{"kind": "line", "name": "dff"}, "did you mean 'df'?"},
+	} {
+		tc.args["session_id"] = "macro"
+		t0 := time.Now()
+		res := s.call(tc.tool, tc.args)
+		t.Logf("MEASURE: %s %v refused in %v", tc.tool, tc.args, time.Since(t0).Round(time.Millisecond))
+		got := text(res)
+		if !res.IsError || !strings.Contains(got, tc.want) || strings.Contains(got, "Traceback") || len(got) > 600 {
+			t.Errorf("%s %v: isError=%v, %d characters:\n%s\nwant a short error saying %q", tc.tool, tc.args, res.IsError, len(got), got, tc.want)
+		}
+	}
+	if after := s.historyCount("macro"); after != before {
+		t.Errorf("history_count %d after the refused calls, want %d: nothing recorded", after, before)
+	}
+	if after := s.valueOf("macro", "len(In)"); after != count {
+		t.Errorf("len(In) %s after the refused calls, want %s: no cell that counts", after, count)
+	}
+	// A new session has no DataFrame yet (and no failed block either).
+	if res := s.call("describe_data", map[string]any{"session_id": "new"}); !res.IsError || !strings.Contains(text(res), "no DataFrame is defined yet: load one with load_data") {
+		t.Errorf("describe_data in a new session: %s", text(res))
+	}
+	if n := s.historyCount("new"); n != 0 {
+		t.Errorf("history_count of the new session %d, want 0", n)
+	}
+}
+
+// TestPlotDataBoxByX: a box plot with x draws one box per value of x,
+// labelled and in order; too many values, and parameters a kind has no use
+// for, are refused rather than ignored.
+func TestPlotDataBoxByX(t *testing.T) {
+	requirePython(t, "numpy", "pandas", "matplotlib", "statsmodels")
+	s := startServer(t)
+	// close_figures off: the figure plot_data drew stays plt.gcf(), to be
+	// inspected after it was shown.
+	s.mustRun("box", `import statsmodels.api as sm
+df = sm.datasets.macrodata.load_pandas().data
+df["decade"] = (df["year"] // 10 * 10).astype(int)
+%config InlineBackend.close_figures = False`)
+	res := s.call("plot_data", map[string]any{"session_id": "box", "kind": "box", "x": "decade", "y": "infl"})
+	if res.IsError || !slices.ContainsFunc(res.Content, func(c mcp.Content) bool { _, ok := c.(*mcp.ImageContent); return ok }) {
+		t.Fatalf("plot_data box by decade: %s", text(res))
+	}
+	if got, want := s.valueOf("box", "[t.get_text() for t in __import__('matplotlib.pyplot').pyplot.gcf().axes[0].get_xticklabels()]"), `["1950","1960","1970","1980","1990","2000"]`; got != want {
+		t.Errorf("box plot's x labels %s, want one box per decade, in order: %s", got, want)
+	}
+	// Six boxes of seven lines each: two whiskers, two caps, the box, the
+	// median and the outliers.
+	if got := s.valueOf("box", "[len(__import__('matplotlib.pyplot').pyplot.get_fignums()), len(__import__('matplotlib.pyplot').pyplot.gcf().axes[0].get_lines())]"); got != "[1,42]" {
+		t.Errorf("[figures, lines] %s, want [1,42]: one figure, six boxes", got)
+	}
+	before := s.historyCount("box")
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"kind": "box", "x": "year", "y": "infl"}, "x 'year' has 51 distinct values; plot_data draws at most 30 groups"},
+		{map[string]any{"kind": "box", "x": "decade"}, "a box plot by x needs y"},
+		{map[string]any{"kind": "box", "x": "infl", "y": "infl"}, "x and y are the same column"},
+		{map[string]any{"kind": "hist", "x": "decade", "y": "infl"}, "a histogram has no x column"},
+		{map[string]any{"kind": "line", "x": "infl", "y": "infl"}, "x and y are the same column"},
+	} {
+		tc.args["session_id"] = "box"
+		res := s.call("plot_data", tc.args)
+		if !res.IsError || !strings.Contains(text(res), tc.want) {
+			t.Errorf("plot_data %v: isError=%v %s; want an error saying %q", tc.args, res.IsError, text(res), tc.want)
+		}
+	}
+	if after := s.historyCount("box"); after != before {
+		t.Errorf("history_count %d after the refused plots, want %d", after, before)
+	}
+	hist := text(s.call("get_history", map[string]any{"session_id": "box"}))
+	if !strings.Contains(hist, `df.boxplot(column="infl", by="decade"`) {
+		t.Errorf("history lacks the grouped box plot:\n%s", hist)
+	}
+}
+
 // TestEstimateOLS recovers known coefficients and matches statsmodels run
 // directly.
 func TestEstimateOLS(t *testing.T) {

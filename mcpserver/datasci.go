@@ -89,8 +89,8 @@ type PlotDataInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
 	Name      string `json:"name,omitempty" jsonschema:"the DataFrame variable (default df)"`
 	Kind      string `json:"kind" jsonschema:"line, scatter, hist, bar or box"`
-	X         string `json:"x,omitempty" jsonschema:"the column on the x axis (scatter needs it; line and bar default to the index)"`
-	Y         string `json:"y,omitempty" jsonschema:"the column to plot (scatter needs it; default: every numeric column)"`
+	X         string `json:"x,omitempty" jsonschema:"the column on the x axis (scatter needs it; line and bar default to the index); for box, draws one box of y per value of x (at most 30); hist takes none"`
+	Y         string `json:"y,omitempty" jsonschema:"the column to plot (scatter, and box with x, need it; default: every numeric column)"`
 }
 
 // Outputs.
@@ -192,9 +192,9 @@ func (s *Server) addDataTools() {
 	addTool(s, &mcp.Tool{Name: "inspect", Description: "The kernel's help for the name at cursor_pos (default: the end of code): signature and docstring, like obj? in Jupyter; detail_level 1 adds the source.", Annotations: ro}, s.inspect)
 	addTool(s, &mcp.Tool{Name: "save_figure", Description: "Write the latest image a session produced (or the index-th from the end) to a file, as produced (PNG, JPEG or SVG); missing folders are created."}, s.saveFigure)
 	addTool(s, &mcp.Tool{Name: "load_data", Description: "Load a CSV, TSV, Parquet, Excel or JSON file into a pandas DataFrame (variable name, default df) in the session, as ordinary code kept in the history; returns its shape, dtypes and first rows."}, s.loadData)
-	addTool(s, &mcp.Tool{Name: "describe_data", Description: "Summary statistics (count, mean, std, quartiles; top values for text columns) and missing values per column of a DataFrame in the session, run as ordinary code kept in the history."}, s.describeData)
-	addTool(s, &mcp.Tool{Name: "estimate_ols", Description: "Fit y on x (with a constant) by OLS with statsmodels in the session, as code kept in the history; the result stays in the variable model. Returns coefficients, standard errors, R², adjusted R², Durbin-Watson, Jarque-Bera and Breusch-Godfrey, and the full summary."}, s.estimateOLS)
-	addTool(s, &mcp.Tool{Name: "plot_data", Description: "Plot a DataFrame in the session (line, scatter, hist, bar or box) with pandas and matplotlib, as code kept in the history; returns the image."}, s.plotData)
+	addTool(s, &mcp.Tool{Name: "describe_data", Description: "Summary statistics (count, mean, std, quartiles; top values for text columns) and missing values per column of a DataFrame in the session, run as ordinary code kept in the history. A DataFrame name that does not exist is refused with the closest names, and nothing runs."}, s.describeData)
+	addTool(s, &mcp.Tool{Name: "estimate_ols", Description: "Fit y on x (with a constant) by OLS with statsmodels in the session, as code kept in the history; the result stays in the variable model. Returns coefficients, standard errors, R², adjusted R², Durbin-Watson, Jarque-Bera and Breusch-Godfrey, and the full summary. The DataFrame and columns are checked first: a misspelt or non-numeric one is refused with the closest names, and nothing runs."}, s.estimateOLS)
+	addTool(s, &mcp.Tool{Name: "plot_data", Description: "Plot a DataFrame in the session (line, scatter, hist, bar or box) with pandas and matplotlib, as code kept in the history; returns the image. A box plot with x draws one box of y per value of x. The DataFrame and columns are checked first: a misspelt one is refused with the closest names, and nothing runs."}, s.plotData)
 }
 
 // getValueSchema is GetValueOutput's schema with value as an object schema
@@ -690,11 +690,17 @@ func (s *Server) describeData(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err := checkName("name", name); err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	code := fmt.Sprintf("print(\"missing values per column:\")\nprint(%s.isna().sum().to_string())\n%s.describe(include=\"all\").transpose()", name, name)
-	return s.dataRun(ctx, req, in.SessionID, code)
+	chk := dataCheck{Tool: "describe_data", Name: name, Columns: []columnUse{}}
+	return s.checkedDataRun(ctx, req, in.SessionID, chk, func(dataFacts) string {
+		return fmt.Sprintf("print(\"missing values per column:\")\nprint(%s.isna().sum().to_string())\n%s.describe(include=\"all\").transpose()", name, name)
+	})
 }
 
 var plotKinds = []string{"line", "scatter", "hist", "bar", "box"}
+
+// maxBoxGroups bounds the boxes of a box plot by x: beyond it the labels
+// no longer fit and the plot says little.
+const maxBoxGroups = 30
 
 func (s *Server) plotData(ctx context.Context, req *mcp.CallToolRequest, in PlotDataInput) (*mcp.CallToolResult, RunOutput, error) {
 	name := nameOr(in.Name)
@@ -705,18 +711,54 @@ func (s *Server) plotData(ctx context.Context, req *mcp.CallToolRequest, in Plot
 	if !slices.Contains(plotKinds, kind) {
 		return errResult[RunOutput]("kind %q is not one of %s", in.Kind, strings.Join(plotKinds, ", "))
 	}
-	if kind == "scatter" && (in.X == "" || in.Y == "") {
+	// Every parameter a kind is given is used, or refused here: pandas
+	// would ignore x for hist and box.
+	chk := dataCheck{Tool: "plot_data", Name: name, Columns: []columnUse{}}
+	switch {
+	case kind == "scatter" && (in.X == "" || in.Y == ""):
 		return errResult[RunOutput]("a scatter plot needs both x and y columns")
+	case kind == "scatter":
+		chk.Columns = append(chk.Columns, columnUse{"x", in.X, "axis"}, columnUse{"y", in.Y, "axis"})
+	case kind == "hist" && in.X != "":
+		return errResult[RunOutput]("a histogram has no x column: it draws the distribution of y (default: every numeric column); leave x out, or use kind box with x to compare y across the values of x")
+	case kind == "box" && in.X != "" && in.Y == "":
+		return errResult[RunOutput]("a box plot by x needs y: the numeric column drawn as one box per value of x")
+	case kind == "box" && in.X != "":
+		if in.X == in.Y {
+			return errResult[RunOutput]("x and y are the same column %q: a box plot by x draws y for each value of x", in.X)
+		}
+		chk.Columns = append(chk.Columns, columnUse{"x", in.X, ""}, columnUse{"y", in.Y, "plot"})
+		chk.GroupBy, chk.MaxGroups = in.X, maxBoxGroups
+	default: // line, bar, hist, box without x
+		if in.X != "" && in.X == in.Y {
+			return errResult[RunOutput]("x and y are the same column %q: give y another column, or leave x out to plot against the index", in.X)
+		}
+		if in.X != "" {
+			chk.Columns = append(chk.Columns, columnUse{"x", in.X, ""})
+		}
+		if in.Y != "" {
+			chk.Columns = append(chk.Columns, columnUse{"y", in.Y, "plot"})
+		} else {
+			chk.NumericDefault = true
+		}
 	}
-	args := []string{"kind=" + pyString(kind)}
-	if in.X != "" {
-		args = append(args, "x="+pyString(in.X))
-	}
-	if in.Y != "" {
-		args = append(args, "y="+pyString(in.Y))
-	}
-	code := fmt.Sprintf("import matplotlib.pyplot as plt\n%s.plot(%s)\nplt.show()", name, strings.Join(args, ", "))
-	return s.dataRun(ctx, req, in.SessionID, code)
+	return s.checkedDataRun(ctx, req, in.SessionID, chk, func(f dataFacts) string {
+		if chk.GroupBy != "" {
+			rot := ""
+			if f.NGroups > 8 {
+				rot = ", rot=90"
+			}
+			return fmt.Sprintf("import matplotlib.pyplot as plt\n%s.boxplot(column=%s, by=%s, grid=False%s)\nplt.show()", name, pyString(in.Y), pyString(in.X), rot)
+		}
+		args := []string{"kind=" + pyString(kind)}
+		if in.X != "" {
+			args = append(args, "x="+pyString(in.X))
+		}
+		if in.Y != "" {
+			args = append(args, "y="+pyString(in.Y))
+		}
+		return fmt.Sprintf("import matplotlib.pyplot as plt\n%s.plot(%s)\nplt.show()", name, strings.Join(args, ", "))
+	})
 }
 
 func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in EstimateOLSInput) (*mcp.CallToolResult, EstimateOLSOutput, error) {
@@ -727,6 +769,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	if strings.TrimSpace(in.Y) == "" || len(in.X) == 0 {
 		return errResult[EstimateOLSOutput]("estimate_ols needs y (a column) and x (one or more columns)")
 	}
+	chk := dataCheck{Tool: "estimate_ols", Name: name, Columns: []columnUse{{"y", in.Y, "number"}}}
 	xs := make([]string, len(in.X))
 	for i, x := range in.X {
 		switch {
@@ -738,6 +781,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 			return errResult[EstimateOLSOutput]("%q appears twice in x", x)
 		}
 		xs[i] = pyString(x)
+		chk.Columns = append(chk.Columns, columnUse{fmt.Sprintf("x[%d]", i), x, "number"})
 	}
 	cov := `"nonrobust"`
 	if in.Robust {
@@ -752,10 +796,101 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 		return errResult[EstimateOLSOutput]("%v", err)
 	}
 	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *run) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+		if _, err := s.checkData(ctx, ss, chk); err != nil {
+			return errResult[EstimateOLSOutput]("%v", err)
+		}
 		return s.fitOLS(ctx, r, ss, code, model)
 	}, func(v RunView, output string) EstimateOLSOutput {
 		return EstimateOLSOutput{SessionID: ss.id, Model: model, Coefficients: []Coefficient{}, RunID: v.RunID, Status: v.Status}
 	})
+}
+
+// columnUse is a column a data tool reads: its role in the call (y, x[0])
+// and what its values must be ("number": numeric or bool; "plot": numeric;
+// "axis": anything but bool; "": anything).
+type columnUse struct {
+	Role    string `json:"role"`
+	Column  string `json:"column"`
+	Numeric string `json:"numeric,omitempty"`
+}
+
+// dataCheck is what a data tool needs of the DataFrame it reads; see
+// py/check_data.py.
+type dataCheck struct {
+	Tool    string      `json:"tool"`
+	Name    string      `json:"name"`
+	Columns []columnUse `json:"columns"`
+	// NumericDefault: the tool plots every numeric column when given
+	// none, so there must be one.
+	NumericDefault bool `json:"numeric_default,omitempty"`
+	// GroupBy is a column whose values become groups, at most MaxGroups.
+	GroupBy   string `json:"group_by,omitempty"`
+	MaxGroups int    `json:"max_groups,omitempty"`
+}
+
+// dataFacts is what the check found: the groups of GroupBy, sorted.
+type dataFacts struct {
+	Error   string   `json:"error"`
+	Groups  []string `json:"groups"`
+	NGroups int      `json:"ngroups"`
+}
+
+// checkData checks, silently and in the caller's turn, that the session
+// holds the DataFrame and the columns a data tool names, before it runs
+// code that the history keeps: a misspelt name is refused with the closest
+// ones, and neither the history nor the execution count changes.
+func (s *Server) checkData(ctx context.Context, ss *Session, chk dataCheck) (dataFacts, error) {
+	var f dataFacts
+	b, err := json.Marshal(chk)
+	if err != nil {
+		return f, err
+	}
+	var args map[string]any
+	if err := json.Unmarshal(b, &args); err != nil {
+		return f, err
+	}
+	raw, err := s.queryHeld(ctx, ss, pyCheckData, args, s.queryLimit())
+	if err != nil {
+		var pe *pyError
+		if errors.As(err, &pe) {
+			return f, fmt.Errorf("%s could not check %s: %v", chk.Tool, chk.Name, pe)
+		}
+		return f, err
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return f, fmt.Errorf("bad reply from the kernel: %v", err)
+	}
+	if f.Error != "" {
+		return f, fmt.Errorf("%s: %s\nNothing was run; the session and its history are unchanged", chk.Tool, f.Error)
+	}
+	return f, nil
+}
+
+// checkedDataRun is dataRun for a tool that reads a DataFrame: in the
+// run's turn, it checks what chk names first and runs code(facts) only if
+// all is there. A session that does not exist yet is created, as dataRun
+// does: a load_data sent just before may not have created it yet, since
+// calls take their place in the session's order only in the run.
+func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, id string, chk dataCheck, code func(dataFacts) string) (*mcp.CallToolResult, RunOutput, error) {
+	ss, err := s.lookupOrCreate(sessionOr(id))
+	if err != nil {
+		return errResult[RunOutput]("%v", err)
+	}
+	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
+		f, err := s.checkData(ctx, ss, chk)
+		if err != nil {
+			return errResult[RunOutput]("%v", err)
+		}
+		content, out, err := s.runBlock(ctx, r, ss, code(f), "", s.cfg.Timeout)
+		if err != nil {
+			return errResult[RunOutput]("%v", err)
+		}
+		res := &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}
+		if out.Error != nil {
+			addInstallHint(res, &out)
+		}
+		return res, out, nil
+	}, runHandoff(ss))
 }
 
 // fitOLS runs estimate_ols's code in the caller's turn and reads the

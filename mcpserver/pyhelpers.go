@@ -3,9 +3,10 @@ package mcpserver
 import _ "embed" // the helpers' Python source
 
 // Python run silently in a session's kernel by get_value, list_variables,
-// estimate_ols and session_status. The source lives in py/*.py, real Python
-// files that are linted and unit-tested on their own (py/test_helpers.py,
-// run by TestPythonHelpers), and is embedded here as it is.
+// estimate_ols, the checks the data tools make before they run code, and
+// session_status. The source lives in py/*.py, real Python files that are
+// linted and unit-tested on their own (py/test_helpers.py, run by
+// TestPythonHelpers), and is embedded here as it is.
 //
 // The data helpers run as exec(compile(src), {...}) in a dict of their own,
 // so they define nothing in the user's namespace, and are not stored in
@@ -28,6 +29,8 @@ var (
 	listVariablesSrc string
 	//go:embed py/ols_stats.py
 	olsStatsSrc string
+	//go:embed py/check_data.py
+	checkDataSrc string
 
 	// statusProbe gathers what session_status reports from inside the
 	// kernel, printing it as one JSON line.
@@ -45,4 +48,7 @@ var (
 	pyListVariables = pyPrelude + listVariablesSrc
 	// pyOLSStats reads the statistics of the OLS result estimate_ols fitted.
 	pyOLSStats = pyPrelude + olsStatsSrc
+	// pyCheckData checks the DataFrame and the columns a data tool names
+	// before it runs code that the history keeps.
+	pyCheckData = pyPrelude + checkDataSrc
 )

@@ -119,6 +119,12 @@ try:
 except BaseException as e:
     if isinstance(e, (KeyboardInterrupt, SystemExit)):
         raise
-    reply({"eval_error": {"ename": type(e).__name__, "evalue": str(e)}})
+    evalue = str(e)
+    if isinstance(e, NameError) and getattr(e, "name", None):
+        import difflib, builtins
+        near = difflib.get_close_matches(e.name, [k for k in ns if not k.startswith("_")] + dir(builtins), n=3)
+        if near:
+            evalue += "; did you mean %s?" % " or ".join(repr(k) for k in near)
+    reply({"eval_error": {"ename": type(e).__name__, "evalue": evalue}})
 else:
     reply({"type": typename(value), "value": conv(value)})

@@ -36,10 +36,10 @@ def optional(module):
         raise unittest.SkipTest(module + " is not installed")
 
 
-def run_helper(name, ns, **args):
-    """Runs prelude.py + name against the namespace ns; returns the reply."""
+def run_helper(helper, ns, **args):
+    """Runs prelude.py + helper against the namespace ns; returns the reply."""
     published = []
-    src = source("prelude.py") + source(name)
+    src = source("prelude.py") + source(helper)
     with mock.patch("IPython.display.publish_display_data", published.append):
         exec(compile(src, "<kernel-mcp>", "exec"), {"_km_args": json.dumps(args), "_km_ns": ns})
     if len(published) != 1 or list(published[0]) != [RESULT_MIME]:
@@ -72,6 +72,9 @@ class GetValueTest(unittest.TestCase):
 
     def test_eval_error_is_replied(self):
         self.assertEqual(get_value("undefined_name"), {"eval_error": {"ename": "NameError", "evalue": "name 'undefined_name' is not defined"}})
+
+    def test_name_error_names_the_closest(self):
+        self.assertEqual(get_value("dff.head()", {"df": 1})["eval_error"]["evalue"], "name 'dff' is not defined; did you mean 'df'?")
 
     def test_unconvertible_names_its_type(self):
         with self.assertRaisesRegex(TypeError, "a value of type object cannot be converted"):
@@ -174,6 +177,73 @@ class OLSStatsTest(unittest.TestCase):
         self.assertIn("OLS Regression Results", got["summary"])
         for key in ("durbin_watson", "adj_r2"):
             self.assertTrue(math.isfinite(got[key]), key)
+
+
+def check_data(ns, name="df", columns=(), tool="plot_data", **extra):
+    cols = [{"role": r, "column": c, "numeric": n} for r, c, n in columns]
+    return run_helper("check_data.py", ns, tool=tool, name=name, columns=cols, **extra)
+
+
+class CheckDataTest(unittest.TestCase):
+    def frame(self):
+        pd = optional("pandas")
+        return pd, pd.DataFrame({
+            "tbilrate": [1.0, 2.0, 3.0, 4.0], "infl": [0.5, 1.5, None, 2.0], "decade": [1960, 1950, 1960, None],
+            "label": ["a", "b", "c", "d"], "flag": [True, False, True, False],
+        })
+
+    def test_missing_column_names_the_closest(self):
+        pd, df = self.frame()
+        got = check_data({"df": df}, columns=[("x[0]", "tbilrat", "number")], tool="estimate_ols")["error"]
+        self.assertIn("df has no column 'tbilrat' (x[0]); did you mean 'tbilrate'?", got)
+        self.assertIn("Its columns: 'tbilrate', 'infl'", got)
+        got = check_data({"df": df}, columns=[("y", "Infl", "plot")])["error"]
+        self.assertIn("did you mean 'infl'?", got)
+        self.assertNotIn("did you mean", check_data({"df": df}, columns=[("y", "zzzz", "")])["error"])
+
+    def test_missing_frame_names_the_closest_and_the_frames(self):
+        pd, df = self.frame()
+        got = check_data({"macro": df, "other": 1}, name="macr")["error"]
+        self.assertEqual(got, "there is no variable 'macr' in this session; did you mean 'macro'? (DataFrames: 'macro')")
+        got = check_data({"x": 1}, name="df")["error"]
+        self.assertIn("no DataFrame is defined yet: load one with load_data", got)
+        self.assertEqual(check_data({"df": df["infl"]})["error"], "df is a pandas.Series, not a pandas DataFrame: make it one with df.to_frame()")
+        self.assertEqual(check_data({"df": [1, 2]})["error"], "df is a list, not a pandas DataFrame")
+
+    def test_dtypes(self):
+        pd, df = self.frame()
+        ns = {"df": df}
+        # Text is of dtype object before pandas 3, str from it on.
+        self.assertRegex(check_data(ns, columns=[("x[0]", "label", "number")], tool="estimate_ols")["error"], r"holds (object|str) values, not numbers; estimate_ols needs numeric columns")
+        self.assertEqual(check_data(ns, columns=[("x[0]", "flag", "number")], tool="estimate_ols"), {})
+        self.assertIn("df['flag'].astype(int)", check_data(ns, columns=[("y", "flag", "plot")])["error"])
+        self.assertRegex(check_data(ns, columns=[("y", "label", "plot")])["error"], r"holds (object|str) values, not numbers; plot_data draws numeric columns")
+        self.assertEqual(check_data(ns, columns=[("x", "label", "axis")]), {})
+        self.assertIn("cannot place on an axis", check_data(ns, columns=[("x", "flag", "axis")])["error"])
+        self.assertIn("no numeric column to plot", check_data({"df": df[["label", "flag"]]}, numeric_default=True)["error"])
+        self.assertEqual(check_data({"df": df[["label", "infl"]]}, numeric_default=True), {})
+
+    def test_column_names_that_are_not_strings(self):
+        pd = optional("pandas")
+        df = pd.DataFrame({1: [1.0], "b": [2.0]})
+        got = check_data({"df": df}, columns=[("y", "1", "plot")])["error"]
+        self.assertIn("df's column '1' is the int 1, not the string '1'", got)
+        dup = pd.DataFrame([[1.0, 2.0]], columns=["a", "a"])
+        self.assertIn("2 columns named 'a'", check_data({"df": dup}, columns=[("y", "a", "plot")])["error"])
+
+    def test_groups_sorted_and_bounded(self):
+        pd, df = self.frame()
+        got = check_data({"df": df}, columns=[("x", "decade", "")], group_by="decade", max_groups=5)
+        self.assertEqual(got, {"groups": ["1950.0", "1960.0"], "ngroups": 2})
+        got = check_data({"df": df}, group_by="label", max_groups=3)["error"]
+        self.assertEqual(got, "x 'label' has 4 distinct values; plot_data draws at most 3 groups: choose a column with fewer values, or bin it first (e.g. with pd.cut)")
+
+    def test_defines_nothing(self):
+        pd, df = self.frame()
+        ns = {"df": df}
+        check_data(ns, columns=[("y", "infl", "plot")])
+        ns.pop("__builtins__", None)
+        self.assertEqual(list(ns), ["df"])
 
 
 class SessionStatusTest(unittest.TestCase):
