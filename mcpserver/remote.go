@@ -76,13 +76,35 @@ func (s *Server) checkChoice(c kernelChoice) error {
 		return fmt.Errorf("python cannot be used with the gateway %s: pick one of its kernelspecs with kernel (see list_kernels)", s.gatewayShown())
 	case s.cfg.GatewayURL != "" && c.Cwd != "":
 		return fmt.Errorf("cwd cannot be used with the gateway %s: the kernel's working directory is on the gateway's side", s.gatewayShown())
+	case c.Python != "" && s.checkPython(c.Python) != nil:
+		return s.checkPython(c.Python)
 	case c.ConnectionFile != "":
+		if err := s.connectionFileRefusal(); err != nil {
+			return err
+		}
 		if !filepath.IsAbs(c.ConnectionFile) {
 			return fmt.Errorf("connection_file %q must be an absolute path (jupyter --runtime-dir holds them)", c.ConnectionFile)
 		}
 		if _, err := os.Stat(c.ConnectionFile); err != nil {
 			return fmt.Errorf("connection_file: %v", err)
 		}
+	}
+	return nil
+}
+
+// connectionFileRefusal is why this server attaches to no kernel by
+// connection file, or nil. Under the sandbox, code in the kernel can write
+// a connection file naming any listener, and the server would dial it from
+// the host's network and send it the session's code: egress past "no
+// network". With several users, a path could name another user's kernel.
+// Either way the answer is the same whatever the path names, so it says
+// nothing of which files exist or what they hold.
+func (s *Server) connectionFileRefusal() error {
+	switch {
+	case s.cfg.Sandbox != nil:
+		return errors.New("connection_file cannot be used under --sandbox: the server would connect, from outside the sandbox, to whatever address the file names, and code in the sandbox can write such a file. Start a session of the server's own instead (create_session with kernel, python or cwd)")
+	case s.cfg.MultiUser:
+		return errors.New("connection_file cannot be used on a server with several users (--tokens-file): the file could name another user's kernel. Start a session of your own instead (create_session with kernel, python or cwd)")
 	}
 	return nil
 }
@@ -100,6 +122,11 @@ func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Ker
 	}
 	switch {
 	case c.ConnectionFile != "":
+		// A session restored from a run without these settings is held to
+		// them too.
+		if err := s.connectionFileRefusal(); err != nil {
+			return nil, kernelInfo{}, true, err
+		}
 		k, err = kernel.Attach(ctx, c.ConnectionFile, opts)
 	case c.KernelID != "":
 		k, err = kernel.AttachGateway(ctx, *s.gateway(), c.KernelID, opts)
