@@ -83,10 +83,15 @@ type gatewayClient struct {
 func (g *Gateway) client() (*gatewayClient, error) {
 	u, err := url.Parse(strings.TrimRight(g.URL, "/"))
 	if err != nil {
-		return nil, fmt.Errorf("kernel: gateway URL %q: %w", g.URL, err)
+		// url.Parse quotes the whole URL, password and all.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("kernel: the gateway URL is not a valid URL: %w", err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("kernel: gateway URL %q must be http:// or https:// with a host", g.URL)
+		return nil, fmt.Errorf("kernel: gateway URL %q must be http:// or https:// with a host", u.Redacted())
 	}
 	hc, own := g.HTTPClient, false
 	if hc == nil {
@@ -186,7 +191,33 @@ func reason(body []byte) string {
 	return s
 }
 
-func (c *gatewayClient) String() string { return c.base.String() }
+// String is the server's base URL as shown in errors and reports: with
+// any password in it replaced by "xxxxx" (url.URL.Redacted).
+func (c *gatewayClient) String() string { return c.base.Redacted() }
+
+// redact rewrites err so its text holds no password of the base URL, for
+// errors that quote a URL themselves (net/http's *url.Error, a WebSocket
+// library's messages). The result still matches err with errors.Is/As.
+func (c *gatewayClient) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	pw, ok := c.base.User.Password()
+	if !ok || pw == "" {
+		return err
+	}
+	msg := err.Error()
+	clean := strings.ReplaceAll(msg, c.base.User.String()+"@", c.base.User.Username()+":xxxxx@")
+	clean = strings.ReplaceAll(clean, c.base.User.Username()+":"+pw+"@", c.base.User.Username()+":xxxxx@")
+	if len(pw) >= 4 { // a shorter one would mangle ordinary words
+		clean = strings.ReplaceAll(clean, url.PathEscape(pw), "xxxxx")
+		clean = strings.ReplaceAll(clean, pw, "xxxxx")
+	}
+	if clean == msg {
+		return err
+	}
+	return &wrapped{msg: clean, err: err}
+}
 
 // release closes the idle connections of a client this package made, so
 // no connection goroutine outlives the kernel. A nil client is fine.
@@ -206,7 +237,8 @@ func (c *gatewayClient) header() http.Header {
 
 // do sends one REST request. Any status outside want is a *GatewayError; a
 // server that cannot be reached is an error naming its URL.
-func (c *gatewayClient) do(ctx context.Context, method, path string, body, out any, want ...int) error {
+func (c *gatewayClient) do(ctx context.Context, method, path string, body, out any, want ...int) (err error) {
+	defer func() { err = c.redact(err) }()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -396,7 +428,8 @@ func (g Gateway) KernelSpecs(ctx context.Context) (specs []GatewaySpec, defaultN
 // dialChannels opens the kernel's WebSocket. The server completes the
 // handshake only once the kernel answered kernel_info, so this also waits
 // for a starting kernel.
-func (c *gatewayClient) dialChannels(ctx context.Context, id, session string) (*websocket.Conn, bool, error) {
+func (c *gatewayClient) dialChannels(ctx context.Context, id, session string) (_ *websocket.Conn, _ bool, err error) {
+	defer func() { err = c.redact(err) }()
 	u := *c.base
 	if u.Scheme == "https" {
 		u.Scheme = "wss"

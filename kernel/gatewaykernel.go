@@ -190,7 +190,7 @@ func (k *Kernel) GatewayKernelID() string {
 }
 
 // GatewayURL is the base URL of the kernel's gateway, or "" for a local
-// kernel.
+// kernel. A password in the URL is shown as "xxxxx" (url.URL.Redacted).
 func (k *Kernel) GatewayURL() string {
 	if k.gwc == nil {
 		return ""

@@ -205,12 +205,13 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 	}
 	k := &Kernel{opts: opts, session: uuid.NewString()}
 	if opts.Gateway != nil {
-		if opts.MemoryLimit > 0 {
-			return nil, fmt.Errorf("kernel: a memory limit cannot be set on a kernel that runs on gateway %s", opts.Gateway.URL)
-		}
 		gc, err := opts.Gateway.client()
 		if err != nil {
 			return nil, err
+		}
+		if opts.MemoryLimit > 0 {
+			gc.release()
+			return nil, fmt.Errorf("kernel: a memory limit cannot be set on a kernel that runs on gateway %s", gc)
 		}
 		k.gwc = gc
 	}

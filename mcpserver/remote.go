@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,21 @@ func (s *Server) gateway() *kernel.Gateway {
 	return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: s.cfg.GatewayToken}
 }
 
+// gatewayShown is the gateway's URL as the server shows it, in results,
+// errors and logs: a password in it is replaced by "xxxxx"
+// (url.URL.Redacted), since whatever a result says reaches the model.
+func (s *Server) gatewayShown() string { return redactURL(s.cfg.GatewayURL) }
+
+// redactURL is raw with its password hidden; a URL that does not parse is
+// not shown at all.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	return u.Redacted()
+}
+
 // checkGatewayConfig refuses settings that only mean something for local
 // kernels: on a gateway the server picks the interpreter and the limits.
 func (c *Config) checkGatewayConfig() error {
@@ -57,16 +73,38 @@ func (s *Server) checkChoice(c kernelChoice) error {
 	case c.KernelID != "" && s.cfg.GatewayURL == "":
 		return errors.New("kernel_id needs a gateway: start the server with --gateway-url (KERNEL_MCP_GATEWAY_URL)")
 	case s.cfg.GatewayURL != "" && c.Python != "":
-		return fmt.Errorf("python cannot be used with the gateway %s: pick one of its kernelspecs with kernel (see list_kernels)", s.cfg.GatewayURL)
+		return fmt.Errorf("python cannot be used with the gateway %s: pick one of its kernelspecs with kernel (see list_kernels)", s.gatewayShown())
 	case s.cfg.GatewayURL != "" && c.Cwd != "":
-		return fmt.Errorf("cwd cannot be used with the gateway %s: the kernel's working directory is on the gateway's side", s.cfg.GatewayURL)
+		return fmt.Errorf("cwd cannot be used with the gateway %s: the kernel's working directory is on the gateway's side", s.gatewayShown())
+	case c.Python != "" && s.checkPython(c.Python) != nil:
+		return s.checkPython(c.Python)
 	case c.ConnectionFile != "":
+		if err := s.connectionFileRefusal(); err != nil {
+			return err
+		}
 		if !filepath.IsAbs(c.ConnectionFile) {
 			return fmt.Errorf("connection_file %q must be an absolute path (jupyter --runtime-dir holds them)", c.ConnectionFile)
 		}
 		if _, err := os.Stat(c.ConnectionFile); err != nil {
 			return fmt.Errorf("connection_file: %v", err)
 		}
+	}
+	return nil
+}
+
+// connectionFileRefusal is why this server attaches to no kernel by
+// connection file, or nil. Under the sandbox, code in the kernel can write
+// a connection file naming any listener, and the server would dial it from
+// the host's network and send it the session's code: egress past "no
+// network". With several users, a path could name another user's kernel.
+// Either way the answer is the same whatever the path names, so it says
+// nothing of which files exist or what they hold.
+func (s *Server) connectionFileRefusal() error {
+	switch {
+	case s.cfg.Sandbox != nil:
+		return errors.New("connection_file cannot be used under --sandbox: the server would connect, from outside the sandbox, to whatever address the file names, and code in the sandbox can write such a file. Start a session of the server's own instead (create_session with kernel, python or cwd)")
+	case s.cfg.MultiUser:
+		return errors.New("connection_file cannot be used on a server with several users (--tokens-file): the file could name another user's kernel. Start a session of your own instead (create_session with kernel, python or cwd)")
 	}
 	return nil
 }
@@ -84,6 +122,11 @@ func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Ker
 	}
 	switch {
 	case c.ConnectionFile != "":
+		// A session restored from a run without these settings is held to
+		// them too.
+		if err := s.connectionFileRefusal(); err != nil {
+			return nil, kernelInfo{}, true, err
+		}
 		k, err = kernel.Attach(ctx, c.ConnectionFile, opts)
 	case c.KernelID != "":
 		k, err = kernel.AttachGateway(ctx, *s.gateway(), c.KernelID, opts)
@@ -118,7 +161,7 @@ func (ss *Session) sharedKernelRefusal(force bool) error {
 	case ss.choice.ConnectionFile != "":
 		return fmt.Errorf("session %q is attached to the kernel of connection file %s, which belongs to whoever started it: it cannot be restarted from here (delete_session detaches; restart it where it was started)", ss.id, ss.choice.ConnectionFile)
 	case ss.choice.KernelID != "" && !force:
-		return fmt.Errorf("session %q is attached to the shared kernel %s on %s (perhaps a notebook's): a restart clears its namespace for every client using it. Ask the user first, then call again with force: true", ss.id, ss.choice.KernelID, ss.srv.cfg.GatewayURL)
+		return fmt.Errorf("session %q is attached to the shared kernel %s on %s (perhaps a notebook's): a restart clears its namespace for every client using it. Ask the user first, then call again with force: true", ss.id, ss.choice.KernelID, ss.srv.gatewayShown())
 	}
 	return nil
 }
@@ -192,7 +235,7 @@ func (s *Server) gatewayKernelSpecs(ctx context.Context) ([]KernelSpecInfo, stri
 	}
 	out := make([]KernelSpecInfo, 0, len(specs))
 	for _, sp := range specs {
-		out = append(out, KernelSpecInfo{Name: sp.Name, DisplayName: sp.DisplayName, Language: sp.Language, Argv: []string{}, Source: "gateway " + s.cfg.GatewayURL})
+		out = append(out, KernelSpecInfo{Name: sp.Name, DisplayName: sp.DisplayName, Language: sp.Language, Argv: []string{}, Source: "gateway " + s.gatewayShown()})
 	}
 	return out, def, nil
 }
@@ -206,7 +249,7 @@ func (s *Server) listGatewayKernels(ctx context.Context, out ListKernelsOutput) 
 	}
 	out.Kernels = specs
 	var text strings.Builder
-	fmt.Fprintf(&text, "Kernelspecs on the gateway %s (default %s):\n", s.cfg.GatewayURL, def)
+	fmt.Fprintf(&text, "Kernelspecs on the gateway %s (default %s):\n", s.gatewayShown(), def)
 	for _, sp := range specs {
 		fmt.Fprintf(&text, "  %s (%s, %s)\n", sp.Name, sp.DisplayName, sp.Language)
 	}

@@ -91,6 +91,11 @@ type Config struct {
 	// and confines the paths the tools read and write: see confine.go.
 	// Sessions without a cwd then work in StateDir/work.
 	Sandbox *kernel.SandboxOptions
+	// MultiUser says this server is one user's among several in one
+	// process (--tokens-file): create_session then refuses
+	// connection_file, whose path could name another user's kernel or
+	// files.
+	MultiUser bool
 	// SharedLimit, when set, bounds the running kernels of every server
 	// that shares it (one server per user): MaxSessions is then each
 	// server's own limit. See NewKernelLimit.
@@ -148,6 +153,9 @@ type Server struct {
 	// sandbox (Config.Sandbox); tempWorkDir says Close removes it.
 	workDir     string
 	tempWorkDir bool
+	// allowedPythons are the interpreters a session may name under the
+	// sandbox, fixed at start (interpreters.go).
+	allowedPythons []string
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -192,6 +200,7 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	s.initAllowedPythons()
 	if err := s.restore(); err != nil {
 		cancel()
 		return nil, err

@@ -611,6 +611,13 @@ func (s *Server) resolve(ctx context.Context, c kernelChoice) (kernelspec.Spec, 
 	opts := kernelspec.ResolveOptions{Kernel: c.Kernel, Python: c.Python}
 	if c.Kernel == "" && c.Python == "" {
 		opts.Kernel, opts.Python = s.cfg.Kernel, s.cfg.Python
+	} else if err := s.checkPython(c.Python); err != nil {
+		// A session's own choice, from create_session or restored from a
+		// history; the pool's starts of that kind come here too.
+		return kernelspec.Spec{}, "", err
+	}
+	if s.cfg.Sandbox != nil {
+		opts.CheckSpec = s.checkKernelspec
 	}
 	r, err := kernelspec.Resolve(ctx, opts)
 	if err != nil {

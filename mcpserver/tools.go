@@ -927,7 +927,12 @@ func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ st
 		text.WriteString("  (none installed)\n")
 	}
 	text.WriteString("Python interpreters:\n")
-	for _, in := range kernelspec.Interpreters(ctx, kernelspec.ResolveOptions{Python: s.cfg.Python}) {
+	ropts := kernelspec.ResolveOptions{Python: s.cfg.Python}
+	if s.cfg.Sandbox != nil {
+		// Listing an interpreter runs it, outside the sandbox.
+		ropts.Allow = func(p string) bool { return slices.Contains(s.allowedPythons, p) }
+	}
+	for _, in := range kernelspec.Interpreters(ctx, ropts) {
 		out.Interpreters = append(out.Interpreters, InterpreterInfo{Path: in.Path, Version: in.Version, IPyKernel: in.IPyKernel, Source: in.Source})
 		ipk := "ipykernel " + in.IPyKernel
 		if in.IPyKernel == "" {

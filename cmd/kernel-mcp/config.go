@@ -415,7 +415,11 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	if v := get("gateway-url"); v != "" {
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return config{}, invalid("gateway-url", v, "want an http:// or https:// URL such as http://127.0.0.1:8888")
+			shown := "(not a URL)"
+			if err == nil {
+				shown = u.Redacted()
+			}
+			return config{}, invalid("gateway-url", shown, "want an http:// or https:// URL such as http://127.0.0.1:8888")
 		}
 		if cfg.Python != "" {
 			return config{}, invalid("python", cfg.Python, "cannot be used with --gateway-url: the gateway's kernelspecs decide the interpreter (pick one with --kernel)")

@@ -322,3 +322,13 @@ func TestUsageListsTheMinimalProfile(t *testing.T) {
 		}
 	}
 }
+
+// A gateway URL that is refused is quoted without its password.
+func TestGatewayURLErrorHidesPassword(t *testing.T) {
+	for _, v := range []string{"ftp://user:secretpass@gw:8888", "http://user:secretpass@", "http://user:secretpass@gw:8888/%zz"} {
+		_, err := parseConfigFor("linux", []string{"--gateway-url", v}, env(nil))
+		if err == nil || strings.Contains(err.Error(), "secretpass") || !strings.Contains(err.Error(), "--gateway-url") {
+			t.Errorf("--gateway-url %s: %v", v, err)
+		}
+	}
+}

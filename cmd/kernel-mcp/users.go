@@ -38,6 +38,7 @@ func newServers(users []user, cfg config, base mcpserver.Config) (*servers, erro
 	for _, u := range users {
 		c := base
 		c.SharedLimit = total
+		c.MultiUser = true
 		c.MaxSessions = cfg.MaxSessionsPerUser
 		if base.StateDir != "" {
 			c.StateDir = filepath.Join(base.StateDir, "users", u.Name)

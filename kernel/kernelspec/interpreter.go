@@ -103,6 +103,10 @@ func inspect(ctx context.Context, python string, lookPath func(string) (string, 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-c", inspectScript)
 	cmd.WaitDelay = time.Second
+	// `python -c` imports from its working directory first: run it in its
+	// own bin directory, not wherever the server happens to be (which may
+	// be a folder user code writes in).
+	cmd.Dir = filepath.Dir(path)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
@@ -166,6 +170,13 @@ type ResolveOptions struct {
 	Kernel   string                       // explicit kernelspec name; wins over everything
 	Getenv   func(string) string          // nil = os.Getenv
 	LookPath func(string) (string, error) // nil = exec.LookPath
+	// CheckSpec, if set, is called on a kernelspec Resolve picked before
+	// anything of it runs (its python is inspected); an error from it is
+	// Resolve's error.
+	CheckSpec func(Spec) error
+	// Allow, if set, says which interpreters Interpreters and Candidates
+	// may list (by absolute path); one it refuses is neither listed nor run.
+	Allow func(path string) bool
 }
 
 // Resolved is the result of Resolve: the spec to launch and, when known, the
@@ -198,6 +209,11 @@ func (f finder) resolve(ctx context.Context, opts ResolveOptions) (Resolved, err
 		if err != nil {
 			return Resolved{}, err
 		}
+		if opts.CheckSpec != nil {
+			if err := opts.CheckSpec(s); err != nil {
+				return Resolved{}, err
+			}
+		}
 		return Resolved{Spec: s, Interpreter: f.specInterpreter(ctx, s)}, nil
 	}
 	use := func(python, source string) (Resolved, error) {
@@ -224,6 +240,11 @@ func (f finder) resolve(ctx context.Context, opts ResolveOptions) (Resolved, err
 	}
 	s, err := f.get(ctx, "python3", FindOptions{})
 	if err == nil {
+		if opts.CheckSpec != nil {
+			if err := opts.CheckSpec(s); err != nil {
+				return Resolved{}, err
+			}
+		}
 		return Resolved{Spec: s, Interpreter: f.specInterpreter(ctx, s)}, nil
 	}
 	if !errors.Is(err, ErrNoSuchKernel) {
@@ -283,6 +304,56 @@ func Interpreters(ctx context.Context, opts ResolveOptions) []Interpreter {
 
 func (f finder) interpreters(ctx context.Context, opts ResolveOptions) []Interpreter {
 	type cand struct{ path, source string }
+	seen := map[string]bool{}
+	var uniq []cand
+	for _, c := range f.candidates(opts) {
+		key := c.Path
+		if real, err := filepath.EvalSymlinks(c.Path); err == nil {
+			key = real
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		uniq = append(uniq, cand{c.Path, c.Source})
+	}
+
+	results := make([]*Interpreter, len(uniq))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, c := range uniq {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			in, err := inspect(ctx, c.path, f.lookPath)
+			if err != nil {
+				return
+			}
+			in.Source = c.source
+			results[i] = &in
+		})
+	}
+	wg.Wait()
+	var out []Interpreter
+	for _, r := range results {
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// Candidates lists the interpreters Interpreters would inspect, from the
+// same places, without running any of them: only Path (absolute, symlinks
+// kept as found) and Source are set. Paths that do not exist or are not
+// executable files are left out; a path found in two places is listed
+// once (first source wins), but a link and its target are both listed.
+func Candidates(opts ResolveOptions) []Interpreter {
+	return newFinder(opts.Getenv, opts.LookPath).candidates(opts)
+}
+
+func (f finder) candidates(opts ResolveOptions) []Interpreter {
+	type cand struct{ path, source string }
 	var cands []cand
 	if opts.Python != "" {
 		cands = append(cands, cand{opts.Python, "flag"})
@@ -309,44 +380,14 @@ func (f finder) interpreters(ctx context.Context, opts ResolveOptions) []Interpr
 	}
 
 	seen := map[string]bool{}
-	var uniq []cand
+	var out []Interpreter
 	for _, c := range cands {
 		abs, err := resolvePython(c.path, f.lookPath)
-		if err != nil {
+		if err != nil || seen[abs] || (opts.Allow != nil && !opts.Allow(abs)) {
 			continue
 		}
-		key := abs
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			key = real
-		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		uniq = append(uniq, cand{abs, c.source})
-	}
-
-	results := make([]*Interpreter, len(uniq))
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
-	for i, c := range uniq {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			in, err := inspect(ctx, c.path, f.lookPath)
-			if err != nil {
-				return
-			}
-			in.Source = c.source
-			results[i] = &in
-		})
-	}
-	wg.Wait()
-	var out []Interpreter
-	for _, r := range results {
-		if r != nil {
-			out = append(out, *r)
-		}
+		seen[abs] = true
+		out = append(out, Interpreter{Path: abs, Source: c.source})
 	}
 	return out
 }

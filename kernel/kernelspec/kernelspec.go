@@ -156,6 +156,7 @@ func (f finder) pythonPrefix(ctx context.Context, python string) (string, error)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-c", "import sys; print(sys.prefix)")
 	cmd.WaitDelay = time.Second
+	cmd.Dir = filepath.Dir(path) // see inspect
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("querying sys.prefix of %s: %w", path, err)
