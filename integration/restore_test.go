@@ -85,6 +85,9 @@ func TestRestoredSessionSaysItsKernelIsNew(t *testing.T) {
 	s.close()
 
 	s2 := startServer(t, "--state-dir", state)
+	if st := text(s2.call("session_status", map[string]any{"session_id": "r"})); !strings.Contains(st, "restored after a server restart") {
+		t.Errorf("session_status of a restored session: %s", st)
+	}
 	res := s2.call("list_variables", map[string]any{"session_id": "r"})
 	if !res.IsError || !strings.Contains(text(res), "restored") {
 		t.Errorf("list_variables in a restored session: isError=%v %s", res.IsError, text(res))

@@ -173,6 +173,18 @@ func TestSandbox(t *testing.T) {
 			t.Errorf("%s(%v): want a refusal containing %q, got %s", r.tool, r.args, r.want, text(res))
 		}
 	}
+	// A refused path creates no session either.
+	for _, tool := range []string{"run_file", "load_data", "run_notebook"} {
+		res := s.call(tool, map[string]any{"session_id": "escapee", "path": secret})
+		if !res.IsError || !strings.Contains(text(res), "outside") {
+			t.Errorf("%s in a new session: want a refusal, got %s", tool, text(res))
+		}
+	}
+	for _, row := range s.sessions() {
+		if row.SessionID == "escapee" {
+			t.Errorf("a refused path created session %+v", row)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(home, ".bashrc")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("export_history wrote into the home directory: %v", err)
 	}

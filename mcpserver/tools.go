@@ -831,9 +831,11 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	info := ss.describe()
 	note := ""
 	ss.mu.Lock()
-	k := ss.k
+	k, restored, restoreNote := ss.k, ss.restored, ss.restoreNote
 	ss.mu.Unlock()
 	switch {
+	case k == nil && info.State == "stopped" && restored:
+		note = "The history was restored after a server restart, and no kernel has run it: the next run_code starts a fresh one (earlier variables are gone), rerun_code rebuilds them."
 	case k == nil && info.State == "stopped" && ss.wasIdled():
 		note = "The kernel was stopped after being idle; the next run_code starts a fresh one (earlier variables are gone, history is kept)."
 	case k == nil:
@@ -903,7 +905,10 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 		fmt.Fprintf(&text, "Runs queued: %d\n", info.QueuedRuns)
 	}
 	if note != "" {
-		text.WriteString(note)
+		text.WriteString(note + "\n")
+	}
+	if restoreNote != "" {
+		text.WriteString(restoreNote)
 	}
 	return textResult(strings.TrimRight(text.String(), "\n")), info, nil
 }
