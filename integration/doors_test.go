@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -84,5 +87,38 @@ func TestGatewayPasswordHidden(t *testing.T) {
 				t.Errorf("the log shows the password:\n%s", log)
 			}
 		})
+	}
+}
+
+// With several users on one gateway, kernel_id could name another user's
+// kernel: attaching would hand over its namespace. It is refused, whatever
+// the id, and the other user's session goes on.
+func TestUsersNoKernelIDAttach(t *testing.T) {
+	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	const aliceToken, bobToken = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef00"
+	if err := os.WriteFile(tokens, []byte("alice "+aliceToken+"\nbob "+bobToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := startHTTPServer(t, "--tokens-file", tokens, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0")
+	alice, bob := connectUser(t, url, aliceToken), connectUser(t, url, bobToken)
+	if res := bob.call("run_code", map[string]any{"session_id": "mine", "code": "secret = 'bob-secret-42'"}); res.IsError {
+		t.Fatalf("bob's run: %s", text(res))
+	}
+	status := text(bob.call("session_status", map[string]any{"session_id": "mine"}))
+	m := regexp.MustCompile(`kernel ([0-9a-f-]{36})`).FindStringSubmatch(status)
+	if m == nil {
+		t.Fatalf("no gateway kernel id in bob's session_status:\n%s", status)
+	}
+	res := alice.call("create_session", map[string]any{"session_id": "theirs", "kernel_id": m[1]})
+	if !res.IsError || !strings.Contains(text(res), "several users") || strings.Contains(text(res), "bob-secret-42") {
+		t.Fatalf("create_session {kernel_id: bob's kernel} as alice: %s", text(res))
+	}
+	if res := alice.call("run_code", map[string]any{"session_id": "theirs", "code": "secret"}); !strings.Contains(text(res), "NameError") {
+		t.Errorf("alice's session reaches bob's namespace: %s", text(res))
+	}
+	if res := bob.call("run_code", map[string]any{"session_id": "mine", "code": "secret"}); !strings.Contains(text(res), "bob-secret-42") {
+		t.Errorf("bob's session after alice's attempt: %s", text(res))
 	}
 }

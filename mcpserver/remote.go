@@ -72,6 +72,10 @@ func (s *Server) checkChoice(c kernelChoice) error {
 		return errors.New("kernel_id and connection_file attach to a running kernel: kernel, python and cwd cannot be given with them")
 	case c.KernelID != "" && s.cfg.GatewayURL == "":
 		return errors.New("kernel_id needs a gateway: start the server with --gateway-url (KERNEL_MCP_GATEWAY_URL)")
+	case c.KernelID != "" && s.cfg.MultiUser:
+		// Every user's kernels live on the one gateway: an id could name
+		// another user's kernel, and attaching would hand over its namespace.
+		return errors.New("kernel_id cannot be used on a server with several users (--tokens-file): the id could name another user's kernel on the gateway. Start a session of your own instead (create_session with kernel)")
 	case s.cfg.GatewayURL != "" && c.Python != "":
 		return fmt.Errorf("python cannot be used with the gateway %s: pick one of its kernelspecs with kernel (see list_kernels)", s.gatewayShown())
 	case s.cfg.GatewayURL != "" && c.Cwd != "":
