@@ -64,6 +64,7 @@ type Store struct {
 	path string
 	f    *os.File // nil once closed
 	size int64    // bytes of valid records; the next Append writes here
+	tail bool     // bytes past size, left by a failed write, may remain
 }
 
 // Create makes a new store for meta.SessionID in dir, truncating any
@@ -91,7 +92,7 @@ func Create(dir string, meta Meta) (*Store, error) {
 	// of another session ("A.jsonl" for "a"): move it to its own name
 	// rather than truncate it.
 	if other := storeOwner(path); other != "" && other != meta.SessionID {
-		if err := os.Rename(path, filepath.Join(dir, sessionFile(other)+".jsonl")); err != nil {
+		if err := renameFile(path, filepath.Join(dir, sessionFile(other)+".jsonl")); err != nil {
 			return nil, fmt.Errorf("history: create %s: it holds session %q, which could not be moved: %w", path, other, err)
 		}
 	}
@@ -105,10 +106,13 @@ func Create(dir string, meta Meta) (*Store, error) {
 		err = s.writeLocked(line)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = notDurable(syncDir(dir))
 	}
 	if err != nil {
+		// Leave no file behind: a restart would bring it back as the
+		// history of a session that never started.
 		f.Close()
+		os.Remove(path)
 		return nil, fmt.Errorf("history: create %s: %w", path, err)
 	}
 	return s, nil
@@ -128,7 +132,7 @@ func Open(dir, session string) (*Store, Meta, []Entry, error) {
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		if old, ok := legacyStore(dir, session, path); ok {
-			if err := os.Rename(old, path); err != nil {
+			if err := renameFile(old, path); err != nil {
 				return nil, Meta{}, nil, fmt.Errorf("history: open %s: renaming the old %s: %w", path, old, err)
 			}
 			if err := syncDir(dir); err != nil {
@@ -269,23 +273,32 @@ func (s *Store) Append(e Entry) error {
 	return nil
 }
 
-// writeLocked writes b at the end of the valid records and fsyncs.
+// writeLocked writes b at the end of the valid records and fsyncs. A
+// failed write is cut off again; if even that fails, the next write cuts
+// what is left of it, so a shorter record never ends in its remains.
 func (s *Store) writeLocked(b []byte) error {
 	_, err := s.f.WriteAt(b, s.size)
+	if err == nil && s.tail {
+		err = s.f.Truncate(s.size + int64(len(b)))
+	}
 	if err == nil {
 		err = s.f.Sync()
 	}
 	if err != nil {
-		s.f.Truncate(s.size) // best effort: the write error is the one to report
+		// Best effort: the write error is the one to report.
+		s.tail = s.tail || s.f.Truncate(s.size) != nil
 		return err
 	}
 	s.size += int64(len(b))
+	s.tail = false
 	return nil
 }
 
 // Rewrite replaces the file with meta and entries atomically: a temporary
 // file is written and fsynced, renamed over the history file, and the
-// folder fsynced. If it fails, the old file is still there, whole.
+// folder fsynced. If it fails, the old file is still there, whole, except
+// for an error that matches ErrNotDurable: the new file is in place then,
+// and only the folder sync failed.
 func (s *Store) Rewrite(meta Meta, entries []Entry) error {
 	var buf bytes.Buffer
 	line, err := encodeRecord(record{Meta: &meta})
@@ -312,6 +325,11 @@ func (s *Store) Rewrite(meta Meta, entries []Entry) error {
 	}
 	s.f = nil
 	werr := writeFileAtomic(s.path, buf.Bytes(), 0o600, 0o700)
+	if werr == nil || errors.Is(werr, ErrNotDurable) {
+		// Renamed into place: the new content is the file now, and the
+		// next Append goes after it, even if the folder sync failed.
+		s.size, s.tail = int64(buf.Len()), false
+	}
 	f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("history: rewrite %s: %w", s.path, errors.Join(werr, err))
@@ -320,7 +338,6 @@ func (s *Store) Rewrite(meta Meta, entries []Entry) error {
 	if werr != nil {
 		return fmt.Errorf("history: rewrite %s: %w", s.path, werr)
 	}
-	s.size = int64(buf.Len())
 	return nil
 }
 
@@ -336,7 +353,10 @@ func (s *Store) Remove() error {
 	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("history: remove %s: %w", s.path, err)
 	}
-	return syncDir(s.dir)
+	if err := notDurable(syncDir(s.dir)); err != nil {
+		return fmt.Errorf("history: remove %s: %w", s.path, err)
+	}
+	return nil
 }
 
 // Close closes the file. Entries already appended are on disk; closing

@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// syncDir fsyncs a folder so that a file created or renamed in it survives
+// fsyncDir fsyncs a folder so that a file created or renamed in it survives
 // a crash. File systems that cannot sync a folder (EINVAL, ENOTSUP) are not
 // an error: there is nothing more to do on them.
-func syncDir(dir string) error {
+func fsyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

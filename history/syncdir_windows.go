@@ -1,5 +1,6 @@
 package history
 
-// syncDir does nothing on Windows: a folder cannot be opened for fsync there,
-// and NTFS journals renames itself.
-func syncDir(string) error { return nil }
+// fsyncDir does nothing on Windows: a folder cannot be opened for fsync
+// there. The rename that replaces a file is write-through instead
+// (renameFile), and NTFS journals the creation and removal of files.
+func fsyncDir(string) error { return nil }

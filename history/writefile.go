@@ -13,7 +13,8 @@ import (
 // WriteFile writes data to path atomically: it creates missing parent
 // folders, writes a temporary file in the same folder, fsyncs it, renames
 // it over path and fsyncs the folder. A reader sees either the old file or
-// the new one, never a part. The file is created with perm and the folders
+// the new one, never a part. An error that matches ErrNotDurable means the
+// new file is in place but the folder sync failed. The file is created with perm and the folders
 // with 0777, both less the process's umask, as os.WriteFile and mkdir -p
 // would; the mode of a file it replaces is not kept. Errors name the path.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
@@ -51,12 +52,25 @@ func writeFileAtomic(path string, data []byte, perm, dirPerm os.FileMode) error 
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := renameFile(tmp, path); err != nil {
 		return err
 	}
+	// From here on the new content is the file, whatever else fails.
 	ok = true
-	return syncDir(dir)
+	return notDurable(syncDir(dir))
 }
+
+// notDurable marks err, a failed folder fsync after a change that is
+// already visible, with ErrNotDurable; nil stays nil.
+func notDurable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("the change is in place, but its folder could not be synced, so it may not survive a crash (%w): %w", ErrNotDurable, err)
+}
+
+// syncDir is fsyncDir, or a fault a test puts in its place.
+var syncDir = fsyncDir
 
 // createTemp creates a new file dir/prefix<random> with mode perm less the
 // umask. os.CreateTemp always uses 0600, and a Chmod afterwards would
@@ -73,3 +87,8 @@ func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 	}
 	return nil, fmt.Errorf("no free temporary name in %s", dir)
 }
+
+// ErrNotDurable is wrapped by the errors of writes whose new content is in
+// place but whose folder could not be fsynced: readers see the change, but
+// it may not survive a crash.
+var ErrNotDurable = errors.New("durability not confirmed")

@@ -72,7 +72,13 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 			return
 		}
 		p.pid = cmd.Process.Pid
-		p.startedHandles()
+		if err := p.startedHandles(); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			p.releaseHandles()
+			started <- err
+			return
+		}
 		started <- nil
 		// Where the platform lets us see the exit before the reap, what
 		// the kernel left in its process group is killed then, while the

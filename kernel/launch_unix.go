@@ -23,8 +23,8 @@ func (p *process) setProcAttr() error {
 type platformHandles struct{}
 
 // startedHandles and releaseHandles have nothing to release on Unix.
-func (p *process) startedHandles() {}
-func (p *process) releaseHandles() { p.handles = platformHandles{} }
+func (p *process) startedHandles() error { return nil }
+func (p *process) releaseHandles()       { p.handles = platformHandles{} }
 
 // signalGroup sends sig to the kernel's whole process group, unless the
 // leader has been reaped: its pid, the group's id, may then name another

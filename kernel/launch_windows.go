@@ -9,12 +9,34 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// platformHandles are the handles a kernel inherits on Windows, while we
-// hold them; zero once closed.
+// platformHandles are the handles a kernel inherits on Windows, and the
+// Job Object that holds it and everything it starts, while we hold them;
+// zero once closed.
 type platformHandles struct {
 	mu        sync.Mutex
 	parent    windows.Handle
 	interrupt windows.Handle
+	// job kills every process in it when its last handle, ours, closes
+	// (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE): at the reap, or when the
+	// server dies. Windows has no process groups; without it a process the
+	// kernel started would outlive Close and Restart.
+	job windows.Handle
+}
+
+// newKillOnCloseJob creates a Job Object that kills its processes when
+// its last handle is closed. The handle is not inheritable.
+func newKillOnCloseJob() (windows.Handle, error) {
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
+	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation, uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		windows.CloseHandle(job)
+		return 0, err
+	}
+	return job, nil
 }
 
 // setProcAttr starts the kernel in its own process group, so a Ctrl-C in
@@ -37,7 +59,13 @@ func (p *process) setProcAttr() error {
 		windows.CloseHandle(ev)
 		return fmt.Errorf("handle to the server process: %w", err)
 	}
-	p.handles.parent, p.handles.interrupt = parent, ev
+	job, err := newKillOnCloseJob()
+	if err != nil {
+		windows.CloseHandle(ev)
+		windows.CloseHandle(parent)
+		return fmt.Errorf("job object: %w", err)
+	}
+	p.handles.parent, p.handles.interrupt, p.handles.job = parent, ev, job
 	env, hs := windowsLaunch(p.cmd.Env, uintptr(parent), uintptr(ev))
 	p.cmd.Env = env
 	attr := &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
@@ -48,11 +76,26 @@ func (p *process) setProcAttr() error {
 	return nil
 }
 
-// startedHandles closes our copy of the parent handle: the kernel has its
-// own now. The event stays open, to interrupt with, until the kernel exits.
-func (p *process) startedHandles() {
+// startedHandles puts the kernel, just started, into its Job Object, so
+// that the processes it starts are in it too, and closes our copy of the
+// parent handle: the kernel has its own now. The event stays open, to
+// interrupt with, and the job, to kill with, until the kernel exits.
+func (p *process) startedHandles() error {
 	p.handles.mu.Lock()
 	defer p.handles.mu.Unlock()
+	p.closeParentLocked()
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(p.pid))
+	if err != nil {
+		return fmt.Errorf("job object: opening the kernel process: %w", err)
+	}
+	defer windows.CloseHandle(h)
+	if err := windows.AssignProcessToJobObject(p.handles.job, h); err != nil {
+		return fmt.Errorf("job object: %w", err)
+	}
+	return nil
+}
+
+func (p *process) closeParentLocked() {
 	if p.handles.parent != 0 {
 		windows.CloseHandle(p.handles.parent)
 		p.handles.parent = 0
@@ -60,13 +103,18 @@ func (p *process) startedHandles() {
 }
 
 // releaseHandles closes every handle still open; interrupt fails after.
+// Closing the job kills whatever the kernel left running in it.
 func (p *process) releaseHandles() {
-	p.startedHandles()
 	p.handles.mu.Lock()
 	defer p.handles.mu.Unlock()
+	p.closeParentLocked()
 	if p.handles.interrupt != 0 {
 		windows.CloseHandle(p.handles.interrupt)
 		p.handles.interrupt = 0
+	}
+	if p.handles.job != 0 {
+		windows.CloseHandle(p.handles.job)
+		p.handles.job = 0
 	}
 }
 
@@ -84,8 +132,18 @@ func (p *process) interrupt() error {
 	return windows.SetEvent(p.handles.interrupt)
 }
 
-func (p *process) terminate() error { return p.cmd.Process.Kill() }
-func (p *process) kill() error      { return p.cmd.Process.Kill() }
+// terminate and kill end the kernel and every process it started, through
+// its Job Object (Windows has no gentler signal). Once the kernel has been
+// reaped the job is gone, and Process.Kill reports os.ErrProcessDone.
+func (p *process) terminate() error { return p.kill() }
+func (p *process) kill() error {
+	p.handles.mu.Lock()
+	defer p.handles.mu.Unlock()
+	if p.handles.job == 0 {
+		return p.cmd.Process.Kill()
+	}
+	return windows.TerminateJobObject(p.handles.job, 1)
+}
 
 // processExists reports whether a process with that pid exists.
 func processExists(pid int) bool {
@@ -97,6 +155,7 @@ func processExists(pid int) bool {
 	return true
 }
 
-// killGroupBeforeReap does nothing on Windows: there are no group signals,
-// and Process.Kill goes through a handle, which cannot name another process.
+// killGroupBeforeReap does nothing on Windows: closing the kernel's Job
+// Object at the reap (releaseHandles) kills what it left, and a job handle
+// cannot name another process.
 func (p *process) killGroupBeforeReap() {}

@@ -413,10 +413,14 @@ func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	kept := append(append([]history.Entry(nil), ss.hist[:lo]...), ss.hist[hi:]...)
 	ss.mu.Unlock()
-	if err := s.rewriteHistory(ss, kept); err != nil {
+	err = s.rewriteHistory(ss, kept)
+	if err != nil && !errors.Is(err, history.ErrNotDurable) {
 		return errResult[ExportOutput]("blocks deleted in memory, but the history file could not be rewritten: %v", err)
 	}
 	msg := fmt.Sprintf("Deleted %d block(s) from session %q; %d remain.", hi-lo, ss.id, len(kept))
+	if err != nil {
+		msg += fmt.Sprintf(" The history file was rewritten, but: %v", err)
+	}
 	return textResult(msg), ExportOutput{SessionID: ss.id, Blocks: hi - lo}, nil
 }
 

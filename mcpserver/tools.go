@@ -682,10 +682,14 @@ func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string,
 	}
 	msg := "Kernel restarted: the namespace is empty; history is kept."
 	if clearHistory {
-		if err := s.clearHistory(ctx, ss); err != nil {
+		err := s.clearHistory(ctx, ss)
+		if err != nil && !errors.Is(err, history.ErrNotDurable) {
 			return errResult[MessageOutput]("session %q: kernel restarted, but the history could not be cleared: %v", id, err)
 		}
 		msg = "Session reset: fresh kernel, empty namespace, history cleared."
+		if err != nil {
+			msg += fmt.Sprintf(" The history file was rewritten, but: %v", err)
+		}
 	}
 	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
 }

@@ -53,7 +53,8 @@ func checkExposure(cfg config) error {
 }
 
 // requireBearer wraps next so that every request must carry
-// "Authorization: Bearer <token>"; others get 401 with WWW-Authenticate.
+// "Authorization: Bearer <token>"; others get 401 with WWW-Authenticate,
+// before their body is read, and their connection is closed.
 // The comparison is constant-time over SHA-256 digests, so neither the
 // token's content nor its length leaks through timing.
 func requireBearer(token string, logger *slog.Logger, next http.Handler) http.Handler {
@@ -61,10 +62,10 @@ func requireBearer(token string, logger *slog.Logger, next http.Handler) http.Ha
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !bearerMatches(r.Header.Get("Authorization"), want) {
 			logger.Warn("rejected unauthenticated HTTP request", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			unauthorized(w, r)
 			return
 		}
+		authorized(r)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -89,9 +90,9 @@ func bearerMatches(header string, want [sha256.Size]byte) bool {
 func newHTTPHandler(cfg config, srv *mcpserver.Server, logger *slog.Logger) http.Handler {
 	h := mcpHTTPHandler(cfg, srv, logger)
 	if cfg.Token != "" {
-		h = requireBearer(cfg.Token, logger, h)
+		return requireBearer(cfg.Token, logger, h)
 	}
-	return h
+	return openAccess(h)
 }
 
 // mcpHTTPHandler is one MCP server's HTTP endpoint behind cross-origin
@@ -137,18 +138,26 @@ func endpointURL(transport string, addr net.Addr) string {
 // flight get up to grace to finish before their connections are closed.
 // It returns nil after a shutdown caused by ctx.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, logger *slog.Logger) error {
+	return serveHTTPLimited(ctx, ln, h, grace, defaultHTTPLimits, logger)
+}
+
+// serveHTTPLimited is serveHTTP with the connection limits as a parameter.
+func serveHTTPLimited(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, limits httpLimits, logger *slog.Logger) error {
 	// draining is cancelled when shutdown begins; it ends GET streams,
 	// which would otherwise hold Shutdown for the whole grace period.
 	draining, drain := context.WithCancel(context.Background())
 	defer drain()
+	guard := newConnGuard(limits.maxConns)
 	hs := &http.Server{
-		Handler:           endStreamsOnShutdown(draining, h),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           endStreamsOnShutdown(draining, bodyDeadline(limits.body, h)),
+		ReadHeaderTimeout: limits.header,
+		IdleTimeout:       limits.idle,
+		ConnState:         guard.connState,
+		ConnContext:       guard.connContext,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(guardListener{ln, guard}) }()
 
 	select {
 	case err := <-served:

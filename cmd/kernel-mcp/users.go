@@ -99,10 +99,10 @@ func routeByToken(routes []userRoute, logger *slog.Logger) http.Handler {
 		}
 		if !ok || match < 0 {
 			logger.Warn("rejected unauthenticated HTTP request", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			unauthorized(w, r)
 			return
 		}
+		authorized(r)
 		routes[match].h.ServeHTTP(w, r)
 	})
 }
