@@ -170,8 +170,14 @@ type runtimeDir struct {
 	path string
 }
 
-func newRuntimeDir() (*runtimeDir, error) {
-	base := os.Getenv("KERNEL_MCP_RUNTIME_DIR")
+func newRuntimeDir() (*runtimeDir, error) { return newRuntimeDirIn("") }
+
+// newRuntimeDirIn is newRuntimeDir in base; "" means KERNEL_MCP_RUNTIME_DIR,
+// else the temporary directory.
+func newRuntimeDirIn(base string) (*runtimeDir, error) {
+	if base == "" {
+		base = os.Getenv("KERNEL_MCP_RUNTIME_DIR")
+	}
 	if base != "" {
 		if err := os.MkdirAll(base, 0o700); err != nil {
 			return nil, fmt.Errorf("kernel: runtime dir: %w", err)

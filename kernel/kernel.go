@@ -259,7 +259,18 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	// sockets in its runtime dir instead, which is bound into the sandbox.
 	sandbox := k.opts.Sandbox
 	ownPorts := isIPyKernel(k.opts.Spec.Argv) && sandbox == nil
-	dir, err := newRuntimeDir()
+	// A sandboxed kernel's runtime dir is in a folder of runtime dirs
+	// only, so hiding the others' hides nothing else (an allowed path in
+	// /tmp, say).
+	var base string
+	if sandbox != nil && os.Getenv("KERNEL_MCP_RUNTIME_DIR") == "" {
+		b, err := sandboxRuntimeBase()
+		if err != nil {
+			return nil, err
+		}
+		base = b
+	}
+	dir, err := newRuntimeDirIn(base)
 	if err != nil {
 		return nil, err
 	}
@@ -1182,15 +1193,20 @@ func (k *Kernel) sandboxPlan(runtimeDir string, argv []string) sandboxPlan {
 	o := *k.opts.Sandbox
 	o.ReadOnly = absPaths(o.ReadOnly)
 	p := sandboxPlan{opts: o, dir: k.opts.Dir, runtimeDir: runtimeDir, hideDirs: hostHidden(), mode: o.mode,
-		dirSource: "/proc/self/fd/3", closeFD: 3}
+		dirFD: 3}
 	// The other kernels' runtime dirs (their connection files and
 	// sockets) stay hidden even under an allowed parent.
 	p.keepDirs = append(p.keepDirs, filepath.Dir(runtimeDir))
+	inKept := func(d string) bool {
+		return slices.ContainsFunc(p.keepDirs, func(h string) bool { return d == h || strings.HasPrefix(d, h+"/") })
+	}
 	for _, h := range absPaths(o.Hide) {
 		st, err := os.Stat(h)
 		switch {
 		case err != nil:
 			// Nothing there to hide.
+		case inKept(h):
+			// Hidden already with a folder above it.
 		case st.IsDir():
 			p.keepDirs = append(p.keepDirs, h)
 		default:
@@ -1201,7 +1217,7 @@ func (k *Kernel) sandboxPlan(runtimeDir string, argv []string) sandboxPlan {
 	// hidden again on top, and such a place (a work directory) is one
 	// the kernels can write.
 	for _, d := range interpreterPrefixes(argv[0], p.hideDirs) {
-		if !slices.ContainsFunc(p.keepDirs, func(h string) bool { return d == h || strings.HasPrefix(d, h+"/") }) {
+		if !inKept(d) {
 			p.interp = append(p.interp, d)
 		}
 	}

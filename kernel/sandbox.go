@@ -79,16 +79,14 @@ type sandboxPlan struct {
 	opts       SandboxOptions
 	dir        string // the kernel's working directory, read-write, as the kernel sees it
 	runtimeDir string // the kernel's runtime dir (connection file, ipc sockets), read-write
-	// dirSource is what is bound on dir: /proc/self/fd/N of the directory
-	// Start opened and checked, so a rename or a symlink swap after the
-	// check cannot put another folder there. Empty: dir itself (only for
-	// CheckSandbox's trial run).
-	dirSource string
-	// closeFD is the inherited descriptor behind dirSource, closed inside
-	// the sandbox before the kernel starts: bwrap keeps inherited fds open,
-	// and a directory fd would let the kernel walk ".." out of its mounts.
-	// 0: none.
-	closeFD   int
+	// dirFD is the inherited fd of the directory Start opened and checked,
+	// bound on dir so that a rename or a symlink swap after the check
+	// cannot put another folder there; 0 binds dir by name (only for
+	// CheckSandbox's trial run). bwrap keeps inherited fds open, and a
+	// directory fd would let the kernel walk ".." out of its mounts: bwrap
+	// closes it after --bind-fd, and where bwrap has no --bind-fd the
+	// shell closes it before the kernel starts.
+	dirFD     int
 	hideDirs  []string // directories replaced by empty tmpfs before the allowed paths are bound (homes, /tmp, ...)
 	interp    []string // interpreter prefixes bound read-only (if they exist)
 	keepDirs  []string // directories hidden after every allowed path: they stay hidden whatever is allowed
@@ -106,6 +104,10 @@ type sandboxMode struct {
 	// noNestedUserNS: the kernel cannot create further user namespaces
 	// (--disable-userns, bwrap 0.8 and later).
 	noNestedUserNS bool
+	// bindFD: bwrap has --bind-fd. Without it the working directory is
+	// bound from /proc/self/fd/N, which bwrap turns back into a name
+	// (realpath) shortly before it mounts.
+	bindFD bool
 }
 
 // sandboxModes are tried in order by CheckSandbox; the first that works
@@ -158,18 +160,25 @@ func bwrapArgv(p sandboxPlan, argv []string) []string {
 	for _, f := range p.keepFiles {
 		a = append(a, "--ro-bind", "/dev/null", f)
 	}
-	src := p.dirSource
-	if src == "" {
-		src = p.dir
+	a = append(a, "--bind", p.runtimeDir, p.runtimeDir)
+	closeFD := 0
+	switch {
+	case p.dirFD > 0 && p.mode.bindFD:
+		a = append(a, "--bind-fd", strconv.Itoa(p.dirFD), p.dir)
+	case p.dirFD > 0:
+		a = append(a, "--bind", "/proc/self/fd/"+strconv.Itoa(p.dirFD), p.dir)
+		closeFD = p.dirFD
+	default:
+		a = append(a, "--bind", p.dir, p.dir)
 	}
-	a = append(a, "--bind", p.runtimeDir, p.runtimeDir, "--bind", src, p.dir, "--chdir", p.dir, "--")
+	a = append(a, "--chdir", p.dir, "--")
 	// The shell runs before any of the kernel's code: it closes the
-	// inherited directory fd and sets the memory limit, which must be set
+	// inherited directory fd (without --bind-fd) and sets the memory limit, which must be set
 	// inside, since the process we start is bwrap, and its children are
 	// forked before a prlimit from outside could land.
 	var script []string
-	if p.closeFD > 0 {
-		script = append(script, fmt.Sprintf("exec %d<&-", p.closeFD))
+	if closeFD > 0 {
+		script = append(script, fmt.Sprintf("exec %d<&-", closeFD))
 	}
 	mem := "-"
 	if p.memoryKB > 0 {

@@ -49,6 +49,7 @@ func checkSandbox(o SandboxOptions) (sandboxMode, error) {
 		argv := bwrapArgv(sandboxPlan{opts: o, dir: "/", runtimeDir: "/", mode: m}, []string{"true"})
 		out, err := exec.Command(path, argv[1:]...).CombinedOutput()
 		if err == nil {
+			m.bindFD = bwrapBindsFD(path, o, m)
 			sandboxChecked.Store(key, m)
 			return m, nil
 		}
@@ -63,6 +64,21 @@ func checkSandbox(o SandboxOptions) (sandboxMode, error) {
 		lastErr = fmt.Errorf("kernel: bubblewrap (%s) cannot create the sandbox here: %s; it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or a container that allows them) or a setuid bwrap", path, strings.ReplaceAll(msg, "\n", "; "))
 	}
 	return sandboxMode{}, lastErr
+}
+
+// bwrapBindsFD reports whether this bwrap has --bind-fd (bubblewrap 0.8),
+// by binding an fd of / on / in a trial run.
+func bwrapBindsFD(path string, o SandboxOptions, m sandboxMode) bool {
+	root, err := os.Open("/")
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	m.bindFD = true
+	argv := bwrapArgv(sandboxPlan{opts: o, dir: "/", runtimeDir: "/", dirFD: 3, mode: m}, []string{"true"})
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.ExtraFiles = []*os.File{root}
+	return cmd.Run() == nil
 }
 
 // openSandboxDir opens the kernel's working directory, which must be given
@@ -86,4 +102,29 @@ func openSandboxDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("kernel: the sandbox working directory %s is not that folder itself (opening it reached %s): give its real path, and keep it from being renamed or replaced while the kernel starts", dir, got)
 	}
 	return f, nil
+}
+
+// sandboxRuntimeBase is the folder the sandboxed kernels' runtime dirs go
+// in, <temp>/kernel-mcp-sandbox-<uid>: private to this user, and holding
+// nothing else, since each sandbox hides it whole (the other kernels'
+// connection files and sockets) after the allowed paths. A folder of that
+// name that is not this user's own and private is refused, never used.
+func sandboxRuntimeBase() (string, error) {
+	tmp, err := filepath.Abs(os.TempDir())
+	if err != nil {
+		return "", fmt.Errorf("kernel: runtime dir: %w", err)
+	}
+	base := filepath.Join(tmp, "kernel-mcp-sandbox-"+strconv.Itoa(os.Getuid()))
+	if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("kernel: runtime dir: %w", err)
+	}
+	st, err := os.Lstat(base)
+	if err != nil {
+		return "", fmt.Errorf("kernel: runtime dir: %w", err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || !ok || int(sys.Uid) != os.Getuid() || st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("kernel: runtime dir %s is not a private folder of this user (mode %v): remove it, or set KERNEL_MCP_RUNTIME_DIR", base, st.Mode())
+	}
+	return base, nil
 }

@@ -17,3 +17,5 @@ func CheckSandbox(SandboxOptions) error {
 func checkSandbox(o SandboxOptions) (sandboxMode, error) { return sandboxMode{}, CheckSandbox(o) }
 
 func openSandboxDir(string) (*os.File, error) { return nil, ErrSandboxUnsupported }
+
+func sandboxRuntimeBase() (string, error) { return "", ErrSandboxUnsupported }

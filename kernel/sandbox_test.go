@@ -15,14 +15,13 @@ func TestBwrapArgv(t *testing.T) {
 	p := sandboxPlan{
 		opts:       SandboxOptions{ReadOnly: []string{"/data"}},
 		dir:        "/home/u/work",
-		dirSource:  "/proc/self/fd/3",
-		closeFD:    3,
+		dirFD:      3,
 		runtimeDir: "/tmp/kernel-mcp-1-2",
 		hideDirs:   []string{"/tmp", "/home"},
 		keepDirs:   []string{"/home/u/.local/state/kernel-mcp"},
 		keepFiles:  []string{"/etc/kernel-mcp/tokens"},
 		interp:     []string{"/home/u/conda"},
-		mode:       sandboxMode{userNS: true, noNestedUserNS: true},
+		mode:       sandboxMode{userNS: true, noNestedUserNS: true, bindFD: true},
 	}
 	argv := bwrapArgv(p, []string{"python3", "-m", "ipykernel_launcher"})
 	got := strings.Join(argv, " ")
@@ -31,8 +30,7 @@ func TestBwrapArgv(t *testing.T) {
 		"--unsetenv JPY_PARENT_PID --ro-bind / / --dev /dev --proc /proc --tmpfs /dev/shm --tmpfs /tmp --tmpfs /home " +
 		"--ro-bind-try /home/u/conda /home/u/conda --ro-bind /data /data " +
 		"--tmpfs /home/u/.local/state/kernel-mcp --ro-bind /dev/null /etc/kernel-mcp/tokens " +
-		"--bind /tmp/kernel-mcp-1-2 /tmp/kernel-mcp-1-2 --bind /proc/self/fd/3 /home/u/work --chdir /home/u/work -- " +
-		`/bin/sh -c exec 3<&- && exec "$@" - python3 -m ipykernel_launcher`
+		"--bind /tmp/kernel-mcp-1-2 /tmp/kernel-mcp-1-2 --bind-fd 3 /home/u/work --chdir /home/u/work -- python3 -m ipykernel_launcher"
 	if got != want {
 		t.Errorf("argv:\n got %s\nwant %s", got, want)
 	}
@@ -42,6 +40,9 @@ func TestBwrapArgv(t *testing.T) {
 	p.opts.Bwrap = "/opt/bwrap"
 	p.mode = sandboxMode{}
 	argv = bwrapArgv(p, []string{"python3"})
+	if !strings.Contains(strings.Join(argv, " "), "--bind /proc/self/fd/3 /home/u/work") {
+		t.Errorf("without --bind-fd the fd is bound through /proc: %q", argv)
+	}
 	if argv[0] != "/opt/bwrap" || slices.Contains(argv, "--unshare-net") || slices.Contains(argv, "--unshare-user") || !slices.Contains(argv, "--cap-drop") {
 		t.Errorf("with Network, Bwrap and no user namespace: %q", argv)
 	}
