@@ -170,9 +170,22 @@ type runtimeDir struct {
 	path string
 }
 
-func newRuntimeDir() (*runtimeDir, error) {
-	base := os.Getenv("KERNEL_MCP_RUNTIME_DIR")
+func newRuntimeDir() (*runtimeDir, error) { return newRuntimeDirIn("") }
+
+// newRuntimeDirIn is newRuntimeDir in base; "" means KERNEL_MCP_RUNTIME_DIR,
+// else the temporary directory.
+func newRuntimeDirIn(base string) (*runtimeDir, error) {
+	if base == "" {
+		base = os.Getenv("KERNEL_MCP_RUNTIME_DIR")
+	}
 	if base != "" {
+		// Absolute: the connection file and a sandbox's bind name it, and
+		// the kernel (and bwrap) do not start where the server did.
+		abs, err := filepath.Abs(base)
+		if err != nil {
+			return nil, fmt.Errorf("kernel: runtime dir: %w", err)
+		}
+		base = abs
 		if err := os.MkdirAll(base, 0o700); err != nil {
 			return nil, fmt.Errorf("kernel: runtime dir: %w", err)
 		}

@@ -215,3 +215,18 @@ func TestBoundPorts(t *testing.T) {
 		t.Errorf("full file: ok=%v %+v", ok, ci)
 	}
 }
+
+// A relative KERNEL_MCP_RUNTIME_DIR gives an absolute runtime dir: the
+// connection file, the ipc sockets and a sandbox's bind all name it.
+func TestRuntimeDirAbsolute(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("KERNEL_MCP_RUNTIME_DIR", "rel/runtime")
+	dir, err := newRuntimeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Remove()
+	if !filepath.IsAbs(dir.path) {
+		t.Errorf("runtime dir %q is relative", dir.path)
+	}
+}

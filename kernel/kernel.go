@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +136,10 @@ type Kernel struct {
 	opts    Options
 	session string
 	gwc     *gatewayClient // nil for local kernels
+	// sandboxDir is the sandboxed kernel's working directory, opened once
+	// by Start and bound by fd at every launch, restarts included; nil
+	// without a sandbox. Closed by Close and Kill.
+	sandboxDir *os.File
 
 	restartMu sync.Mutex // serializes Restart and Close
 	mu        sync.Mutex // guards the fields below
@@ -202,8 +207,21 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 			return nil, fmt.Errorf("kernel: sandbox working directory: %w", err)
 		}
 		opts.Dir = dir
+		// A copy: the caller's options may be shared by other kernels.
+		sb := *opts.Sandbox
+		if sb.mode, err = checkSandbox(sb); err != nil {
+			return nil, err
+		}
+		opts.Sandbox = &sb
 	}
 	k := &Kernel{opts: opts, session: uuid.NewString()}
+	if opts.Sandbox != nil {
+		f, err := openSandboxDir(opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		k.sandboxDir = f
+	}
 	if opts.Gateway != nil {
 		gc, err := opts.Gateway.client()
 		if err != nil {
@@ -218,6 +236,7 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 	g, err := k.launch(ctx)
 	if err != nil {
 		k.gwc.release()
+		k.closeSandboxDir()
 		return nil, err
 	}
 	k.gen = g
@@ -241,7 +260,18 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	// sockets in its runtime dir instead, which is bound into the sandbox.
 	sandbox := k.opts.Sandbox
 	ownPorts := isIPyKernel(k.opts.Spec.Argv) && sandbox == nil
-	dir, err := newRuntimeDir()
+	// A sandboxed kernel's runtime dir is in a folder of runtime dirs
+	// only, so hiding the others' hides nothing else (an allowed path in
+	// /tmp, say).
+	var base string
+	if sandbox != nil && os.Getenv("KERNEL_MCP_RUNTIME_DIR") == "" {
+		b, err := sandboxRuntimeBase()
+		if err != nil {
+			return nil, err
+		}
+		base = b
+	}
+	dir, err := newRuntimeDirIn(base)
 	if err != nil {
 		return nil, err
 	}
@@ -273,10 +303,14 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 		argv = append(argv, ipykernelArgs...)
 	}
 	env = filterEnv(env)
+	procDir, extra := k.opts.Dir, []*os.File(nil)
 	if sandbox != nil {
 		argv = bwrapArgv(k.sandboxPlan(dir.path, argv), argv)
+		// bwrap's own working directory is never the kernel's: the name
+		// could lead elsewhere by now.
+		procDir, extra = "/", []*os.File{k.sandboxDir}
 	}
-	proc, err := startProcess(argv, k.opts.Dir, env)
+	proc, err := startProcess(argv, procDir, env, extra)
 	if err != nil {
 		dir.Remove()
 		return nil, err
@@ -1068,6 +1102,7 @@ func (k *Kernel) Close() error {
 	}
 	k.stopGeneration(k.gen, k.opts.ShutdownWait)
 	k.gwc.release()
+	k.closeSandboxDir()
 	if gw := k.gen.gw; gw != nil {
 		return gw.stopErr
 	}
@@ -1091,7 +1126,16 @@ func (k *Kernel) Kill() error {
 		return nil
 	}
 	k.killGeneration(k.gen)
+	k.closeSandboxDir()
 	return nil
+}
+
+// closeSandboxDir releases the working directory's fd of a sandboxed kernel.
+func (k *Kernel) closeSandboxDir() {
+	if k.sandboxDir != nil {
+		k.sandboxDir.Close()
+		k.sandboxDir = nil
+	}
 }
 
 // markClosed marks the kernel closed, reporting false if it already was.
@@ -1154,26 +1198,53 @@ func (k *Kernel) killGeneration(g *generation) {
 func (k *Kernel) Env() map[string]string { return maps.Clone(k.opts.Env) }
 
 // sandboxPlan gathers from the host what the bwrap command line of this
-// kernel needs.
+// kernel needs. Every path is made absolute: bwrap takes a relative one as
+// relative to its new root.
 func (k *Kernel) sandboxPlan(runtimeDir string, argv []string) sandboxPlan {
 	o := *k.opts.Sandbox
-	hidden := hostHidden(runtimeDir)
-	p := sandboxPlan{opts: o, dir: k.opts.Dir, runtimeDir: runtimeDir, hideDirs: hidden}
-	for _, h := range o.Hide {
-		h = filepath.Clean(h)
+	o.ReadOnly = absPaths(o.ReadOnly)
+	p := sandboxPlan{opts: o, dir: k.opts.Dir, runtimeDir: runtimeDir, hideDirs: hostHidden(), mode: o.mode,
+		dirFD: 3}
+	// The other kernels' runtime dirs (their connection files and
+	// sockets) stay hidden even under an allowed parent.
+	p.keepDirs = append(p.keepDirs, filepath.Dir(runtimeDir))
+	inKept := func(d string) bool {
+		return slices.ContainsFunc(p.keepDirs, func(h string) bool { return d == h || strings.HasPrefix(d, h+"/") })
+	}
+	for _, h := range absPaths(o.Hide) {
 		st, err := os.Stat(h)
 		switch {
 		case err != nil:
 			// Nothing there to hide.
+		case inKept(h):
+			// Hidden already with a folder above it.
 		case st.IsDir():
-			p.hideDirs = append(p.hideDirs, h)
+			p.keepDirs = append(p.keepDirs, h)
 		default:
-			p.hideFiles = append(p.hideFiles, h)
+			p.keepFiles = append(p.keepFiles, h)
 		}
 	}
-	p.interp = interpreterPrefixes(argv[0], p.hideDirs)
+	// An interpreter inside what stays hidden is not shown: it would be
+	// hidden again on top, and such a place (a work directory) is one
+	// the kernels can write.
+	for _, d := range interpreterPrefixes(argv[0], p.hideDirs) {
+		if !inKept(d) {
+			p.interp = append(p.interp, d)
+		}
+	}
 	if k.opts.MemoryLimit > 0 {
 		p.memoryKB = max(k.opts.MemoryLimit/1024, 1)
 	}
 	return p
+}
+
+// absPaths returns the paths made absolute and clean.
+func absPaths(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if a, err := filepath.Abs(p); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -40,14 +40,15 @@ type process struct {
 // startProcess starts argv. The start and the wait run on one goroutine
 // locked to its OS thread: on Linux the kernel's parent-death signal belongs
 // to the thread that forked it, so that thread must live exactly as long as
-// the kernel does.
-func startProcess(argv []string, dir string, env []string) (*process, error) {
+// the kernel does. extra are inherited as fds 3, 4, ...
+func startProcess(argv []string, dir string, env []string, extra []*os.File) (*process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("kernel: empty kernel command")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
+	cmd.ExtraFiles = extra
 	p := &process{cmd: cmd, output: newTailBuffer(16 << 10), exited: make(chan struct{})}
 	cmd.Stdout = p.output
 	cmd.Stderr = p.output

@@ -69,7 +69,7 @@ func TestGroupKilledBeforeReap(t *testing.T) {
 // TestNoGroupSignalAfterReap: once the leader is reaped its pid may belong
 // to someone else, so interrupt, terminate and kill send nothing.
 func TestNoGroupSignalAfterReap(t *testing.T) {
-	p, err := startProcess([]string{"sh", "-c", "exit 0"}, "", os.Environ())
+	p, err := startProcess([]string{"sh", "-c", "exit 0"}, "", os.Environ(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +12,13 @@ import (
 )
 
 // SandboxOptions confine a kernel with bubblewrap (bwrap, Linux only). The
-// kernel then runs in its own PID, IPC, UTS and (unless Network) network
+// kernel then runs with no capabilities, in its own user (where the host
+// lets bwrap create one), PID, IPC, UTS and (unless Network) network
 // namespaces, sees the host's filesystem read-only with every home
 // directory, /tmp, /var/tmp and /run replaced by empty private ones, and can
-// write only in its working directory (Options.Dir, which is required). It
-// dies with the server. The client talks to it over ZeroMQ ipc sockets in
+// write only in its working directory (Options.Dir, which is required and
+// must be its real path: it is opened once and bound by its fd). It dies
+// with the server. The client talks to it over ZeroMQ ipc sockets in
 // the kernel's private runtime directory, which is bound into the sandbox,
 // and interrupts it with interrupt_request messages, since its pid belongs
 // to another namespace.
@@ -32,10 +35,12 @@ type SandboxOptions struct {
 	ReadOnly []string
 	// Hide are more paths to hide: a directory is replaced by an empty one,
 	// a file by an empty file (for a server's token file, say, or the state
-	// directory of other users).
+	// directory of other users). They stay hidden under a ReadOnly parent.
 	Hide []string
 	// Bwrap is the bwrap binary; default "bwrap" from PATH.
 	Bwrap string
+
+	mode sandboxMode // set by Start from CheckSandbox's finding
 }
 
 // ErrSandboxUnsupported is returned by Start and CheckSandbox on systems
@@ -72,24 +77,66 @@ func ipcConnectionInfo(dir string) (ConnectionInfo, error) {
 // interpreter lives) so that bwrapArgv itself is a pure function.
 type sandboxPlan struct {
 	opts       SandboxOptions
-	dir        string   // the kernel's working directory, read-write
-	runtimeDir string   // the kernel's runtime dir (connection file, ipc sockets), read-write
-	hideDirs   []string // directories replaced by empty tmpfs, in order
-	hideFiles  []string // files replaced by /dev/null
-	interp     []string // interpreter prefixes bound read-only (if they exist)
-	memoryKB   int64    // RLIMIT_AS for the kernel, set by sh's ulimit; 0 for none
+	dir        string // the kernel's working directory, read-write, as the kernel sees it
+	runtimeDir string // the kernel's runtime dir (connection file, ipc sockets), read-write
+	// dirFD is the inherited fd of the directory Start opened and checked,
+	// bound on dir so that a rename or a symlink swap after the check
+	// cannot put another folder there; 0 binds dir by name (only for
+	// CheckSandbox's trial run). bwrap keeps inherited fds open, and a
+	// directory fd would let the kernel walk ".." out of its mounts: bwrap
+	// closes it after --bind-fd, and where bwrap has no --bind-fd the
+	// shell closes it before the kernel starts.
+	dirFD     int
+	hideDirs  []string // directories replaced by empty tmpfs before the allowed paths are bound (homes, /tmp, ...)
+	interp    []string // interpreter prefixes bound read-only (if they exist)
+	keepDirs  []string // directories hidden after every allowed path: they stay hidden whatever is allowed
+	keepFiles []string // files replaced by /dev/null, after every allowed path
+	memoryKB  int64    // RLIMIT_AS for the kernel, set by sh's ulimit; 0 for none
+	mode      sandboxMode
 }
 
+// sandboxMode is how bwrap can confine on this host, found by CheckSandbox.
+type sandboxMode struct {
+	// userNS: the kernel runs in a user namespace of its own (--unshare-user),
+	// so even a server running as root gives it no capability over the
+	// host's mounts.
+	userNS bool
+	// noNestedUserNS: the kernel cannot create further user namespaces
+	// (--disable-userns, bwrap 0.8 and later).
+	noNestedUserNS bool
+	// bindFD: bwrap has --bind-fd. Without it the working directory is
+	// bound from /proc/self/fd/N, which bwrap turns back into a name
+	// (realpath) shortly before it mounts.
+	bindFD bool
+}
+
+// sandboxModes are tried in order by CheckSandbox; the first that works
+// here is used.
+var sandboxModes = []sandboxMode{{userNS: true, noNestedUserNS: true}, {userNS: true}, {}}
+
 // bwrapArgv is the command line that runs argv in the sandbox. Order
-// matters to bwrap: later mounts go on top of earlier ones, so the hidden
-// directories come after the read-only root, and what the kernel must see
-// (its interpreter, the allowed paths, its runtime and working
-// directories) after those.
+// matters to bwrap: later mounts go on top of earlier ones. The read-only
+// root comes first, then the default hidden directories (homes, /tmp),
+// then what the kernel may read in them (its interpreter, the allowed
+// paths), then what must stay hidden whatever is allowed (the server's
+// state and tokens, the other kernels' runtime dirs), and last the
+// kernel's own runtime and working directories.
+//
+// Every capability is dropped (--cap-drop ALL): a server running as root
+// would otherwise leave them all to the kernel, which could then unmount
+// what hides the host's files or remount the root read-write.
 func bwrapArgv(p sandboxPlan, argv []string) []string {
 	a := []string{p.opts.bwrap(),
 		"--die-with-parent", "--new-session",
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 	}
+	if p.mode.userNS {
+		a = append(a, "--unshare-user")
+		if p.mode.noNestedUserNS {
+			a = append(a, "--disable-userns")
+		}
+	}
+	a = append(a, "--cap-drop", "ALL",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 	if !p.opts.Network {
 		a = append(a, "--unshare-net")
 	}
@@ -101,29 +148,54 @@ func bwrapArgv(p sandboxPlan, argv []string) []string {
 	for _, d := range p.hideDirs {
 		a = append(a, "--tmpfs", d)
 	}
-	for _, f := range p.hideFiles {
-		a = append(a, "--ro-bind", "/dev/null", f)
-	}
 	for _, d := range p.interp {
 		a = append(a, "--ro-bind-try", d, d)
 	}
 	for _, d := range p.opts.ReadOnly {
 		a = append(a, "--ro-bind", d, d)
 	}
-	a = append(a, "--bind", p.runtimeDir, p.runtimeDir, "--bind", p.dir, p.dir, "--chdir", p.dir, "--")
+	for _, d := range p.keepDirs {
+		a = append(a, "--tmpfs", d)
+	}
+	for _, f := range p.keepFiles {
+		a = append(a, "--ro-bind", "/dev/null", f)
+	}
+	a = append(a, "--bind", p.runtimeDir, p.runtimeDir)
+	closeFD := 0
+	switch {
+	case p.dirFD > 0 && p.mode.bindFD:
+		a = append(a, "--bind-fd", strconv.Itoa(p.dirFD), p.dir)
+	case p.dirFD > 0:
+		a = append(a, "--bind", "/proc/self/fd/"+strconv.Itoa(p.dirFD), p.dir)
+		closeFD = p.dirFD
+	default:
+		a = append(a, "--bind", p.dir, p.dir)
+	}
+	a = append(a, "--chdir", p.dir, "--")
+	// The shell runs before any of the kernel's code: it closes the
+	// inherited directory fd (without --bind-fd) and sets the memory limit, which must be set
+	// inside, since the process we start is bwrap, and its children are
+	// forked before a prlimit from outside could land.
+	var script []string
+	if closeFD > 0 {
+		script = append(script, fmt.Sprintf("exec %d<&-", closeFD))
+	}
+	mem := "-"
 	if p.memoryKB > 0 {
-		// The limit must be set inside: the process we start is bwrap, and
-		// its children are forked before a prlimit from outside could land.
-		a = append(a, "/bin/sh", "-c", `ulimit -v "$0" && exec "$@"`, strconv.FormatInt(p.memoryKB, 10))
+		script = append(script, `ulimit -v "$0"`)
+		mem = strconv.FormatInt(p.memoryKB, 10)
+	}
+	if len(script) > 0 {
+		a = append(a, "/bin/sh", "-c", strings.Join(append(script, `exec "$@"`), " && "), mem)
 	}
 	return append(a, argv...)
 }
 
-// hostHidden lists the directories every sandbox hides, as they exist on
-// this host: every home, the shared temporary and runtime directories (the
-// sandbox gets private ones), and the parent of the runtime dir, where the
-// other kernels' sockets are.
-func hostHidden(runtimeDir string) []string {
+// hostHidden lists the directories every sandbox hides by default, as they
+// exist on this host: every home and the shared temporary and runtime
+// directories (the sandbox gets private ones). An allowed path inside them
+// is shown again.
+func hostHidden() []string {
 	var out []string
 	add := func(d string) {
 		if d == "" || d == "/" {
@@ -145,9 +217,10 @@ func hostHidden(runtimeDir string) []string {
 		add(d)
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		add(home)
+		if abs, err := filepath.Abs(home); err == nil {
+			add(abs)
+		}
 	}
-	add(filepath.Dir(runtimeDir))
 	return out
 }
 

@@ -117,3 +117,56 @@ func TestSandboxNoNamespaces(t *testing.T) {
 		t.Fatalf("CheckSandbox: %v", err)
 	}
 }
+
+// A sandboxed kernel has no capabilities, even when the server runs as
+// root: it cannot unmount what hides the host's files, nor remount the
+// root read-write.
+func TestSandboxedKernelHasNoCapabilities(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	k := startKernel(t, Options{Dir: t.TempDir(), Sandbox: &SandboxOptions{}})
+	res := mustExecute(t, k, `import subprocess
+print([l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])
+for d in ['/root', '/home', '/tmp']:
+    if subprocess.run(['umount', '-l', d], capture_output=True).returncode == 0:
+        print('ESCAPE: unmounted', d)
+if subprocess.run(['mount', '-o', 'remount,rw', '/'], capture_output=True).returncode == 0:
+    print('ESCAPE: remounted / read-write')
+try:
+    open('/kernel-mcp-escape', 'w')
+    print('ESCAPE: wrote /kernel-mcp-escape')
+except OSError as e:
+    print('write /:', e.strerror)`)
+	var b strings.Builder
+	for _, o := range res.Outputs {
+		b.WriteString(describe(o))
+	}
+	got := b.String()
+	if !strings.Contains(got, "0000000000000000") {
+		t.Errorf("CapEff in the sandbox:\n%s", got)
+	}
+	if strings.Contains(got, "ESCAPE") {
+		t.Errorf("the sandboxed kernel got out:\n%s", got)
+	}
+	if _, err := os.Stat("/kernel-mcp-escape"); err == nil {
+		os.Remove("/kernel-mcp-escape")
+		t.Error("the sandboxed kernel wrote /kernel-mcp-escape on the host")
+	}
+}
+
+// The working directory must be given as itself: a path through a symlink
+// is refused, since what is bound is the folder that was opened.
+func TestSandboxDirMustBeItsRealPath(t *testing.T) {
+	requireBwrap(t)
+	real := t.TempDir()
+	link := t.TempDir() + "/link"
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{link, link + "/."} {
+		_, err := Start(testCtx(t, 30*time.Second), Options{Dir: dir, Sandbox: &SandboxOptions{}})
+		if err == nil || !strings.Contains(err.Error(), "real path") {
+			t.Errorf("Start in %s: %v", dir, err)
+		}
+	}
+}

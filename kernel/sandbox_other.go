@@ -4,6 +4,7 @@ package kernel
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 )
 
@@ -12,3 +13,9 @@ import (
 func CheckSandbox(SandboxOptions) error {
 	return fmt.Errorf("%w; this is %s", ErrSandboxUnsupported, runtime.GOOS)
 }
+
+func checkSandbox(o SandboxOptions) (sandboxMode, error) { return sandboxMode{}, CheckSandbox(o) }
+
+func openSandboxDir(string) (*os.File, error) { return nil, ErrSandboxUnsupported }
+
+func sandboxRuntimeBase() (string, error) { return "", ErrSandboxUnsupported }

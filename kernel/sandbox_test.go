@@ -6,23 +6,31 @@ import (
 	"testing"
 )
 
-// The bwrap command line: namespaces, then the read-only root, then what is
-// hidden, then what is shown again on top (order is what bwrap obeys).
+// The bwrap command line: namespaces with every capability dropped, then
+// the read-only root, then the default hidden directories, then what is
+// shown again in them, then what stays hidden whatever is shown, and last
+// the kernel's own directories, its working directory bound from the fd
+// the shell closes before the kernel runs (order is what bwrap obeys).
 func TestBwrapArgv(t *testing.T) {
 	p := sandboxPlan{
 		opts:       SandboxOptions{ReadOnly: []string{"/data"}},
 		dir:        "/home/u/work",
+		dirFD:      3,
 		runtimeDir: "/tmp/kernel-mcp-1-2",
 		hideDirs:   []string{"/tmp", "/home"},
-		hideFiles:  []string{"/etc/kernel-mcp/tokens"},
+		keepDirs:   []string{"/home/u/.local/state/kernel-mcp"},
+		keepFiles:  []string{"/etc/kernel-mcp/tokens"},
 		interp:     []string{"/home/u/conda"},
+		mode:       sandboxMode{userNS: true, noNestedUserNS: true, bindFD: true},
 	}
 	argv := bwrapArgv(p, []string{"python3", "-m", "ipykernel_launcher"})
 	got := strings.Join(argv, " ")
-	want := "bwrap --die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net " +
+	want := "bwrap --die-with-parent --new-session --unshare-user --disable-userns --cap-drop ALL " +
+		"--unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net " +
 		"--unsetenv JPY_PARENT_PID --ro-bind / / --dev /dev --proc /proc --tmpfs /dev/shm --tmpfs /tmp --tmpfs /home " +
-		"--ro-bind /dev/null /etc/kernel-mcp/tokens --ro-bind-try /home/u/conda /home/u/conda --ro-bind /data /data " +
-		"--bind /tmp/kernel-mcp-1-2 /tmp/kernel-mcp-1-2 --bind /home/u/work /home/u/work --chdir /home/u/work -- python3 -m ipykernel_launcher"
+		"--ro-bind-try /home/u/conda /home/u/conda --ro-bind /data /data " +
+		"--tmpfs /home/u/.local/state/kernel-mcp --ro-bind /dev/null /etc/kernel-mcp/tokens " +
+		"--bind /tmp/kernel-mcp-1-2 /tmp/kernel-mcp-1-2 --bind-fd 3 /home/u/work --chdir /home/u/work -- python3 -m ipykernel_launcher"
 	if got != want {
 		t.Errorf("argv:\n got %s\nwant %s", got, want)
 	}
@@ -30,11 +38,15 @@ func TestBwrapArgv(t *testing.T) {
 	p.opts.Network = true
 	p.memoryKB = 2048
 	p.opts.Bwrap = "/opt/bwrap"
+	p.mode = sandboxMode{}
 	argv = bwrapArgv(p, []string{"python3"})
-	if argv[0] != "/opt/bwrap" || slices.Contains(argv, "--unshare-net") {
-		t.Errorf("with Network and Bwrap: %q", argv)
+	if !strings.Contains(strings.Join(argv, " "), "--bind /proc/self/fd/3 /home/u/work") {
+		t.Errorf("without --bind-fd the fd is bound through /proc: %q", argv)
 	}
-	if tail := strings.Join(argv[slices.Index(argv, "--")+1:], " "); tail != `/bin/sh -c ulimit -v "$0" && exec "$@" 2048 python3` {
+	if argv[0] != "/opt/bwrap" || slices.Contains(argv, "--unshare-net") || slices.Contains(argv, "--unshare-user") || !slices.Contains(argv, "--cap-drop") {
+		t.Errorf("with Network, Bwrap and no user namespace: %q", argv)
+	}
+	if tail := strings.Join(argv[slices.Index(argv, "--")+1:], " "); tail != `/bin/sh -c exec 3<&- && ulimit -v "$0" && exec "$@" 2048 python3` {
 		t.Errorf("memory limit wrapper: %s", tail)
 	}
 }

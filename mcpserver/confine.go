@@ -34,7 +34,13 @@ func (s *Server) initSandbox() error {
 	}
 	var dir string
 	if s.cfg.StateDir != "" {
-		dir = filepath.Join(s.cfg.StateDir, "work")
+		// Absolute: the kernels' sandbox binds it, and bwrap takes a
+		// relative path against its new root.
+		abs, err := filepath.Abs(s.cfg.StateDir)
+		if err != nil {
+			return fmt.Errorf("sandbox work directory: %w", err)
+		}
+		dir = filepath.Join(abs, "work")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("sandbox work directory: %w", err)
 		}
@@ -55,17 +61,32 @@ func (s *Server) initSandbox() error {
 
 // sandboxOptions are the kernel's sandbox for this server: the configured
 // one, with the server's state directory hidden too (the kernel must not
-// rewrite histories; its own work directory is bound back on top).
+// rewrite histories; its own work directory is bound back on top), or,
+// when histories are kept in memory, the temporary work directory, where
+// the other sessions' folders are.
 func (s *Server) sandboxOptions() *kernel.SandboxOptions {
 	if s.cfg.Sandbox == nil {
 		return nil
 	}
 	o := *s.cfg.Sandbox
-	o.Hide = append([]string(nil), o.Hide...)
-	if s.cfg.StateDir != "" {
-		o.Hide = append(o.Hide, s.cfg.StateDir)
-	}
+	o.Hide = s.hiddenPaths()
 	return &o
+}
+
+// hiddenPaths are what the kernels never see, whatever --sandbox-allow
+// shows: the configured ones (the tokens file, every user's state), this
+// server's state directory, and its work directory.
+func (s *Server) hiddenPaths() []string {
+	out := append([]string(nil), s.cfg.Sandbox.Hide...)
+	if s.cfg.StateDir != "" {
+		if abs, err := filepath.Abs(s.cfg.StateDir); err == nil {
+			out = append(out, abs)
+		}
+	}
+	if s.workDir != "" {
+		out = append(out, s.workDir)
+	}
+	return out
 }
 
 // kernelDir is the working directory a kernel of this kind starts in.
@@ -91,7 +112,10 @@ func (s *Server) kernelDir(c kernelChoice) (string, error) {
 
 // sandboxCwd checks and makes absolute the cwd create_session was given
 // under the sandbox: relative to the work directory, created if missing,
-// and never outside it.
+// and never outside it. It is checked before anything is created, and
+// created one folder at a time below the work directory without following
+// a symlink, so neither a link that leads out nor one swapped in meanwhile
+// makes a folder outside.
 func (s *Server) sandboxCwd(cwd string) (string, error) {
 	p := cwd
 	if !filepath.IsAbs(p) {
@@ -101,14 +125,23 @@ func (s *Server) sandboxCwd(cwd string) (string, error) {
 	if !within(p, s.workDir) {
 		return "", fmt.Errorf("cwd %q is outside the sandbox's work directory %s: under --sandbox a session's cwd is a folder of it (give a relative path)", cwd, s.workDir)
 	}
-	if err := os.MkdirAll(p, 0o700); err != nil {
+	leadsOut := fmt.Errorf("cwd %q leads outside the sandbox's work directory %s", cwd, s.workDir)
+	real, err := realPath(p)
+	if err != nil || !within(real, s.workDir) {
+		return "", leadsOut
+	}
+	rel, err := filepath.Rel(s.workDir, real)
+	if err != nil {
+		return "", leadsOut
+	}
+	made, err := mkdirBeneath(s.workDir, rel)
+	if err != nil {
 		return "", fmt.Errorf("cwd %q: %v", cwd, err)
 	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil || !within(real, s.workDir) {
-		return "", fmt.Errorf("cwd %q leads outside the sandbox's work directory %s", cwd, s.workDir)
+	if !within(made, s.workDir) {
+		return "", leadsOut
 	}
-	return real, nil
+	return made, nil
 }
 
 // cwd is the session's working directory: its own, else the sandbox's
@@ -140,6 +173,13 @@ func (ss *Session) confine(abs, base string, access pathAccess) error {
 		return nil
 	}
 	if access == readPath {
+		// What the kernels never see, the tools do not read either, even
+		// under an allowed parent.
+		for _, h := range ss.srv.hiddenPaths() {
+			if rh, err := filepath.EvalSymlinks(h); err == nil && within(real, rh) {
+				return fmt.Errorf("path %s is in %s, which the sandbox hides (the server's state, or its tokens file): under --sandbox files are read only in the session's working directory or a --sandbox-allow path outside what is hidden", abs, rh)
+			}
+		}
 		for _, a := range ss.srv.cfg.Sandbox.ReadOnly {
 			if ra, err := filepath.EvalSymlinks(a); err == nil && within(real, ra) {
 				return nil

@@ -76,3 +76,68 @@ func TestResolvePathConfined(t *testing.T) {
 		t.Errorf("unsandboxed: %q, %v", got, err)
 	}
 }
+
+// An allowed parent does not open what the sandbox hides: the tokens file
+// and the state directory (other users' histories) stay refused to reads.
+func TestResolvePathHiddenUnderAllowedParent(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	state := filepath.Join(root, "state")
+	work := filepath.Join(state, "users", "bob", "work")
+	alice := filepath.Join(state, "users", "alice", "sessions", "default.json")
+	tokens := filepath.Join(root, "tokens")
+	for _, d := range []string{work, filepath.Dir(alice)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{alice, tokens, filepath.Join(root, "data.csv")} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := &Server{cfg: Config{StateDir: filepath.Join(state, "users", "bob"),
+		Sandbox: &kernel.SandboxOptions{ReadOnly: []string{root}, Hide: []string{state, tokens}}}, workDir: work}
+	ss := &Session{srv: srv}
+	for _, p := range []string{tokens, alice, "../../alice/sessions/default.json", filepath.Join(state, "users")} {
+		if got, err := ss.resolvePath(p, readPath); err == nil || !strings.Contains(err.Error(), "hides") {
+			t.Errorf("read %s: %q, %v; want a refusal saying it is hidden", p, got, err)
+		}
+	}
+	if got, err := ss.resolvePath(filepath.Join(root, "data.csv"), readPath); err != nil {
+		t.Errorf("read an allowed file: %q, %v", got, err)
+	}
+	if got, err := ss.resolvePath("mine.txt", writePath); err != nil || got != filepath.Join(work, "mine.txt") {
+		t.Errorf("the session's own folder: %q, %v", got, err)
+	}
+}
+
+// A cwd is checked before any folder is made: one through a symlink that
+// leads out is refused and creates nothing outside; one inside is created.
+func TestSandboxCwdChecksBeforeCreating(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	work := filepath.Join(root, "work")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{work, outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(work, "link")); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{}}, workDir: work}
+	for _, cwd := range []string{"link/made", "link/a/b", filepath.Join(work, "link", "c")} {
+		if got, err := srv.sandboxCwd(cwd); err == nil || !strings.Contains(err.Error(), "leads outside") {
+			t.Errorf("sandboxCwd(%q) = %q, %v; want a refusal", cwd, got, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("folders created outside the work directory: %v", ents)
+	}
+	if got, err := srv.sandboxCwd("proj/sub"); err != nil || got != filepath.Join(work, "proj", "sub") {
+		t.Errorf("sandboxCwd(proj/sub) = %q, %v", got, err)
+	}
+	if st, err := os.Stat(filepath.Join(work, "proj", "sub")); err != nil || !st.IsDir() {
+		t.Errorf("proj/sub not created: %v", err)
+	}
+}

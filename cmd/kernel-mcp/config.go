@@ -443,6 +443,27 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	return cfg, nil
 }
 
+// absolutePaths makes the state directory and the tokens file absolute,
+// against the directory the server starts in: they are handed to the
+// sandbox, where a relative path would name something else (bwrap takes it
+// against its new root), and the state directory is shown in logs.
+func (c *config) absolutePaths() error {
+	for _, p := range []struct {
+		name string
+		v    *string
+	}{{"state-dir", &c.StateDir}, {"tokens-file", &c.TokensFile}} {
+		if *p.v == "" || filepath.IsAbs(*p.v) {
+			continue
+		}
+		abs, err := filepath.Abs(*p.v)
+		if err != nil {
+			return invalid(p.name, *p.v, err.Error())
+		}
+		*p.v = abs
+	}
+	return nil
+}
+
 // parseUsers reads the multi-user settings (issue 12).
 func parseUsers(cfg *config, get func(string) string) error {
 	cfg.TokensFile = get("tokens-file")

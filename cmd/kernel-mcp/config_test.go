@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -330,5 +332,25 @@ func TestGatewayURLErrorHidesPassword(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "secretpass") || !strings.Contains(err.Error(), "--gateway-url") {
 			t.Errorf("--gateway-url %s: %v", v, err)
 		}
+	}
+}
+
+// A relative state directory or tokens file is made absolute against the
+// directory the server starts in: bwrap would take it against its new root.
+func TestConfigPathsMadeAbsolute(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config{StateDir: "state11", TokensFile: "conf/tokens"}
+	if err := cfg.absolutePaths(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != filepath.Join(wd, "state11") || cfg.TokensFile != filepath.Join(wd, "conf/tokens") {
+		t.Errorf("state dir %q, tokens file %q", cfg.StateDir, cfg.TokensFile)
+	}
+	cfg = config{StateDir: "/var/km"}
+	if err := cfg.absolutePaths(); err != nil || cfg.StateDir != "/var/km" || cfg.TokensFile != "" {
+		t.Errorf("absolute and empty paths changed: %+v, %v", cfg, err)
 	}
 }

@@ -76,6 +76,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitUsage
 	}
+	if err := cfg.absolutePaths(); err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitUsage
+	}
 	var users []user
 	if cfg.TokensFile != "" {
 		if users, err = loadTokensFile(cfg.TokensFile); err != nil {
