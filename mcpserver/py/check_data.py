@@ -63,7 +63,8 @@ def check():
                 return ("%s's column %r is the %s %r, not the string %r; %s names columns by strings: "
                         "rename them first, e.g. %s.columns = %s.columns.map(str)"
                         % (name, col, typename(other[0]), other[0], col, tool, name, name))
-            return "%s has no column %r (%s)%s. Its columns: %s" % (name, col, role, did_you_mean(col, strs), quoted(cols))
+            msg = "%s has no column %r (%s)%s" % (name, col, role, did_you_mean(col, strs))
+            return msg + ("" if msg.endswith("?") else ".") + " Its columns: " + quoted(cols)
         if n > 1:
             return "%s has %d columns named %r (%s); rename them so that each name is used once" % (name, n, col, role)
         dtype = df[col].dtype

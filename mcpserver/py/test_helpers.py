@@ -196,10 +196,11 @@ class CheckDataTest(unittest.TestCase):
         pd, df = self.frame()
         got = check_data({"df": df}, columns=[("x[0]", "tbilrat", "number")], tool="estimate_ols")["error"]
         self.assertIn("df has no column 'tbilrat' (x[0]); did you mean 'tbilrate'?", got)
-        self.assertIn("Its columns: 'tbilrate', 'infl'", got)
+        self.assertIn("did you mean 'tbilrate'? Its columns: 'tbilrate', 'infl'", got)
         got = check_data({"df": df}, columns=[("y", "Infl", "plot")])["error"]
         self.assertIn("did you mean 'infl'?", got)
-        self.assertNotIn("did you mean", check_data({"df": df}, columns=[("y", "zzzz", "")])["error"])
+        self.assertEqual(check_data({"df": df}, columns=[("y", "zzzz", "")])["error"],
+                         "df has no column 'zzzz' (y). Its columns: 'tbilrate', 'infl', 'decade', 'label', 'flag'")
 
     def test_missing_frame_names_the_closest_and_the_frames(self):
         pd, df = self.frame()
