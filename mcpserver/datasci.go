@@ -244,8 +244,8 @@ func (ss *Session) gone() error {
 	k, died, idled, restored := ss.k, ss.died, ss.idled, ss.restored
 	ss.mu.Unlock()
 	if k != nil {
-		if done, why := k.Dead(); isClosed(done) {
-			return fmt.Errorf("session %q: the kernel died (%v): its variables are gone; run_code starts a fresh kernel", ss.id, why())
+		if down, why := kernelDown(k); down {
+			return fmt.Errorf("session %q: the kernel died (%v): its variables are gone; run_code starts a fresh kernel", ss.id, why)
 		}
 		return nil
 	}

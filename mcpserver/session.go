@@ -339,13 +339,11 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 	k = ss.k
 	ss.mu.Unlock()
 	if k != nil {
-		done, why := k.Dead()
-		select {
-		case <-done:
-			ss.markDead(k, why())
-		default:
+		down, why := kernelDown(k)
+		if !down {
 			return k, nil, nil
 		}
+		ss.markDead(k, why)
 	}
 	// A call queued behind delete_session must not start a kernel that no
 	// registry entry, limit or shutdown would ever see.
@@ -461,8 +459,24 @@ func (ss *Session) holdsKernel() bool {
 	if k == nil {
 		return false
 	}
-	done, _ := k.Dead()
-	return !isClosed(done)
+	down, _ := kernelDown(k)
+	return !down
+}
+
+// kernelDown reports whether k's process is gone for good, and why. A
+// kernel in the middle of a restart has its old process marked dead by a
+// restart (kernel.DiedError.Restarted) while the new one starts: it is not
+// down, and a fresh kernel started beside it would leak the restarted one.
+func kernelDown(k *kernel.Kernel) (bool, error) {
+	done, why := k.Dead()
+	if !isClosed(done) {
+		return false, nil
+	}
+	err := why()
+	if de := (*kernel.DiedError)(nil); errors.As(err, &de) && de.Restarted {
+		return false, nil
+	}
+	return true, err
 }
 
 // generation is the number of the kernel process now running.
