@@ -265,3 +265,14 @@ func filterEnv(env []string) []string {
 	}
 	return out
 }
+
+// SandboxRuntimeBase is the folder that holds the runtime dirs (connection
+// files with their keys, ipc sockets) of this process's sandboxed kernels:
+// KERNEL_MCP_RUNTIME_DIR when set, else <temp>/kernel-mcp-sandbox-<uid>.
+// Every sandbox hides it; a server's own tools should refuse it too.
+func SandboxRuntimeBase() (string, error) {
+	if d := os.Getenv("KERNEL_MCP_RUNTIME_DIR"); d != "" {
+		return filepath.Abs(d)
+	}
+	return sandboxRuntimeBase()
+}

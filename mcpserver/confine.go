@@ -75,9 +75,13 @@ func (s *Server) sandboxOptions() *kernel.SandboxOptions {
 
 // hiddenPaths are what the kernels never see, whatever --sandbox-allow
 // shows: the configured ones (the tokens file, every user's state), this
-// server's state directory, and its work directory.
+// server's state directory, its work directory, and the sandboxed kernels'
+// runtime dirs (their connection files hold the keys).
 func (s *Server) hiddenPaths() []string {
 	out := append([]string(nil), s.cfg.Sandbox.Hide...)
+	if base, err := kernel.SandboxRuntimeBase(); err == nil {
+		out = append(out, base)
+	}
 	if s.cfg.StateDir != "" {
 		if abs, err := filepath.Abs(s.cfg.StateDir); err == nil {
 			out = append(out, abs)
@@ -177,7 +181,7 @@ func (ss *Session) confine(abs, base string, access pathAccess) error {
 		// under an allowed parent.
 		for _, h := range ss.srv.hiddenPaths() {
 			if rh, err := filepath.EvalSymlinks(h); err == nil && within(real, rh) {
-				return fmt.Errorf("path %s is in %s, which the sandbox hides (the server's state, or its tokens file): under --sandbox files are read only in the session's working directory or a --sandbox-allow path outside what is hidden", abs, rh)
+				return fmt.Errorf("path %s is in %s, which the sandbox hides (the server's state, its tokens file, or the kernels' runtime dirs): under --sandbox files are read only in the session's working directory or a --sandbox-allow path outside what is hidden", abs, rh)
 			}
 		}
 		for _, a := range ss.srv.cfg.Sandbox.ReadOnly {

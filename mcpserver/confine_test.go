@@ -141,3 +141,26 @@ func TestSandboxCwdChecksBeforeCreating(t *testing.T) {
 		t.Errorf("proj/sub not created: %v", err)
 	}
 }
+
+// The sandboxed kernels' runtime dirs (connection files with their keys)
+// are hidden from the tools too, even under an allowed parent.
+func TestResolvePathRuntimeDirsHidden(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	runtime := filepath.Join(root, "runtime")
+	t.Setenv("KERNEL_MCP_RUNTIME_DIR", runtime)
+	conn := filepath.Join(runtime, "kernel-mcp-1-x", "kernel.json")
+	work := filepath.Join(root, "work")
+	for _, d := range []string{filepath.Dir(conn), work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(conn, []byte(`{"key": "secret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{root}}}, workDir: work}
+	ss := &Session{srv: srv}
+	if got, err := ss.resolvePath(conn, readPath); err == nil || !strings.Contains(err.Error(), "runtime dirs") {
+		t.Errorf("read another kernel's connection file: %q, %v; want a refusal saying it is hidden", got, err)
+	}
+}
