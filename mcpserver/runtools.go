@@ -38,7 +38,10 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return errResult[Out]("%v", err)
 	}
-	wait := s.maxWaitLeft(ctx)
+	// A foreground call whose wait for its turn used up --max-wait still
+	// gives its run a moment, and is told it was handed off, not that it
+	// asked for the background (a wait of 0 means that below).
+	wait := max(s.maxWaitLeft(ctx), time.Second)
 	if background {
 		wait = 0
 		// A run whose turn has come is about to start: say it runs, not
