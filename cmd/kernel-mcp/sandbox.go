@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
@@ -21,6 +23,17 @@ func sandboxOptions(cfg config) (*kernel.SandboxOptions, error) {
 			return nil, fmt.Errorf("--sandbox-allow / KERNEL_MCP_SANDBOX_ALLOW path %s: %v", p, err)
 		}
 	}
+	// With several users and histories in memory only, every user's work
+	// directory is a folder of the temporary directory: an allowed path
+	// holding it would show each user's files to every other.
+	if cfg.TokensFile != "" && cfg.StateDir == "" {
+		tmp := realDir(os.TempDir())
+		for _, p := range cfg.SandboxAllow {
+			if a := realDir(p); tmp == a || strings.HasPrefix(tmp, strings.TrimSuffix(a, string(filepath.Separator))+string(filepath.Separator)) {
+				return nil, fmt.Errorf("--sandbox-allow / KERNEL_MCP_SANDBOX_ALLOW path %s holds %s, where each user's work directory lies with --state-dir none: every user could read the others' files. Give a --state-dir (each user's work is then hidden from the others), or allow a narrower path", p, tmp)
+			}
+		}
+	}
 	// The kernels must not see the server's state (every user's histories
 	// and work directories; each kernel gets its own bound back).
 	if cfg.StateDir != "" {
@@ -33,4 +46,16 @@ func sandboxOptions(cfg config) (*kernel.SandboxOptions, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// realDir is p absolute with its symlinks resolved, or as given when it
+// cannot be resolved.
+func realDir(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,5 +65,18 @@ func TestParseSandboxConfigInvalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With --tokens-file and --state-dir none, each user's work directory is a
+// temporary folder: allowing a path that holds the temporary directory
+// would show every user's files to the others, and is refused at start.
+func TestSandboxAllowOverUsersTempWork(t *testing.T) {
+	tmp := os.TempDir()
+	for _, allow := range []string{tmp, "/"} {
+		_, err := sandboxOptions(config{Sandbox: true, TokensFile: "tokens", SandboxAllow: []string{allow}})
+		if err == nil || !strings.Contains(err.Error(), "--state-dir") || !strings.Contains(err.Error(), allow) {
+			t.Errorf("--sandbox-allow %s with --tokens-file and --state-dir none: %v", allow, err)
+		}
 	}
 }
