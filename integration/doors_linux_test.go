@@ -1,19 +1,13 @@
 package integration
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,21 +29,25 @@ type caller interface {
 //     the same for a missing file, a file that is not JSON and a JSON file
 //     of the wrong shape outside the session's folder.
 func TestSandboxDoors(t *testing.T) {
-	requireBwrap(t)
-	t.Run("root", func(t *testing.T) {
-		t.Parallel()
-		marker := filepath.Join(t.TempDir(), "ran-on-host")
-		s := startServer(t, "--sandbox", "--pool-size", "1")
-		sandboxDoors(t, s, marker, t.TempDir())
-	})
-	t.Run("nobody", func(t *testing.T) {
-		t.Parallel()
-		if os.Getuid() != 0 {
-			t.Skip("needs root to start the server as nobody")
-		}
-		u := startAsNobody(t)
-		sandboxDoors(t, u.client, u.marker, u.outside)
-	})
+	for _, l := range sandboxLegs(t) {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			home, outside := l.dir(t, "home"), l.dir(t, "outside")
+			// Under /tmp, which every sandbox hides: only a program run
+			// on the host as the server's user can write it.
+			marker := filepath.Join(l.dir(t, "markers"), "ran-on-host")
+			state := filepath.Join(home, "state")
+			if l.uid == 0 {
+				sandboxDoors(t, l.startServer(t, home, home, "--sandbox", "--pool-size", "1", "--state-dir", state), marker, outside)
+				return
+			}
+			const token = "nobody-token-0123456789abcdef"
+			tokens := filepath.Join(home, "tokens")
+			l.file(t, tokens, "user "+token+"\n", 0o600)
+			url := l.startHTTP(t, home, "--sandbox", "--pool-size", "1", "--tokens-file", tokens, "--state-dir", state)
+			sandboxDoors(t, connectUser(t, url, token), marker, outside)
+		})
+	}
 }
 
 // sandboxDoors is TestSandboxDoors against one server: marker is a host
@@ -147,108 +145,6 @@ print(p)`, port, port, port, port, port)})
 	ln.Close()
 	if n := dialled.Load(); n > 0 {
 		t.Errorf("the server dialled the kernel's listener %d times", n)
-	}
-}
-
-// nobodyServer is a --sandbox --tokens-file server run as nobody.
-type nobodyServer struct {
-	client  *userClient
-	marker  string // a file only nobody, on the host, could write
-	outside string // a folder outside the user's tree
-}
-
-// startAsNobody starts the binary as nobody (uid 65534), with a home and
-// state folder of its own, an interpreter it can run (the test's python
-// reaches ipykernel only through root's home, so its install is linked
-// into a readable folder), and a tokens file; and connects as its user.
-func startAsNobody(t *testing.T) nobodyServer {
-	t.Helper()
-	const uid, gid = 65534, 65534
-	root, err := os.MkdirTemp("", "kernel-mcp-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("python3", "-c", "import sys; print(sys.base_prefix)").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := strings.TrimSpace(string(out))
-	py := filepath.Join(root, "py")
-	if out, err := exec.Command("cp", "-al", prefix, py).CombinedOutput(); err != nil {
-		t.Fatalf("linking %s for nobody: %v\n%s", prefix, err, out)
-	}
-	bin := filepath.Join(root, "kernel-mcp")
-	if err := os.Link(binary, bin); err != nil {
-		t.Fatal(err)
-	}
-	mk := func(name string) string {
-		d := filepath.Join(root, name)
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(d, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	home, markers, outside := mk("home"), mk("markers"), mk("outside")
-	const token = "nobody-token-0123456789abcdef"
-	tokens := filepath.Join(home, "tokens")
-	if err := os.WriteFile(tokens, []byte("user "+token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(tokens, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--transport", "streamable-http", "--port", "0", "--sandbox", "--pool-size", "1",
-		"--tokens-file", tokens, "--state-dir", filepath.Join(home, "state"), "--python", filepath.Join(py, "bin", "python3"))
-	cmd.Env = []string{"HOME=" + home, "PATH=" + filepath.Join(py, "bin") + ":/usr/bin:/bin", "LD_LIBRARY_PATH=" + filepath.Join(py, "lib")}
-	cmd.Dir = home
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-	url := startHTTPCmd(t, cmd)
-	return nobodyServer{client: connectUser(t, url, token), marker: filepath.Join(markers, "ran-on-host"), outside: outside}
-}
-
-// startHTTPCmd is startHTTPServer for a command of the caller's.
-func startHTTPCmd(t *testing.T, cmd *exec.Cmd) string {
-	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(interruptSignal)
-		cmd.Wait()
-	})
-	log := &lockedBuffer{}
-	urlc := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`serving streamable-http at (http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.Write([]byte(sc.Text() + "\n"))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-				break
-			}
-		}
-		io.Copy(log, stderr)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	select {
-	case u := <-urlc:
-		return u
-	case <-ctx.Done():
-		t.Fatalf("the server did not start listening:\n%s", log.String())
-		return ""
 	}
 }
 

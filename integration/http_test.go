@@ -5,7 +5,7 @@ package integration
 import (
 	"bufio"
 	"context"
-	"io"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -33,7 +33,15 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func startHTTPServer(t *testing.T, args ...string) string {
 	t.Helper()
 	requireKernel(t)
-	cmd := exec.Command(binary, append([]string{"--transport", "streamable-http", "--port", "0", "--state-dir", "none"}, args...)...)
+	return startHTTPCmd(t, exec.Command(binary, append([]string{"--transport", "streamable-http", "--port", "0", "--state-dir", "none"}, args...)...))
+}
+
+// startHTTPCmd starts a server command of the caller's that serves
+// streamable HTTP and returns its URL once it is listening. The server is
+// interrupted and awaited when the test ends, and its stderr is logged if
+// the test failed.
+func startHTTPCmd(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -41,27 +49,36 @@ func startHTTPServer(t *testing.T, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(interruptSignal)
-		cmd.Wait()
-	})
+	var log lockedBuffer
 	urlc := make(chan string, 1)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		re := regexp.MustCompile(`serving streamable-http at (http://\S+)`)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			fmt.Fprintln(&log, sc.Text())
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-				break
+				select {
+				case urlc <- m[1]:
+				default:
+				}
 			}
 		}
-		io.Copy(io.Discard, stderr)
 	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(interruptSignal)
+		cmd.Wait()
+		<-done
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", log.String())
+		}
+	})
 	select {
 	case u := <-urlc:
 		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("server did not start listening")
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not start listening:\n%s", log.String())
 		return ""
 	}
 }

@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,44 +206,9 @@ func (l sandboxLeg) startServer(t *testing.T, dir, home string, args ...string) 
 // startHTTP starts the leg's server over streamable HTTP and returns its URL.
 func (l sandboxLeg) startHTTP(t *testing.T, home string, args ...string) string {
 	t.Helper()
-	cmd := l.command(l.base, home, append([]string{"--transport", "streamable-http", "--port", "0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var log lockedBuffer
-	urlc := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		re := regexp.MustCompile(`serving streamable-http at (http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(&log, sc.Text())
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		// The server is setpriv's child's exec, so the pid is the server's.
-		cmd.Process.Signal(interruptSignal)
-		cmd.Wait()
-		<-done
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", log.String())
-		}
-	})
-	select {
-	case u := <-urlc:
-		return u
-	case <-time.After(60 * time.Second):
-		t.Fatalf("server did not start listening:\n%s", log.String())
-		return ""
-	}
+	// The server is setpriv's exec, so the pid is the server's: the
+	// cleanup's signal reaches it.
+	return startHTTPCmd(t, l.command(l.base, home, append([]string{"--transport", "streamable-http", "--port", "0"}, args...)...))
 }
 
 // legs runs f once per leg, as subtests.
