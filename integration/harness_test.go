@@ -124,6 +124,15 @@ func startServerFull(t testing.TB, client *mcp.Client, env []string, args ...str
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return connectCmd(t, cmd, client)
+}
+
+// connectCmd starts a server command of the caller's over stdio and
+// connects client to it (nil: one that collects progress notifications in
+// server.progress). The server is closed when the test ends, and its
+// stderr logged if the test failed.
+func connectCmd(t testing.TB, cmd *exec.Cmd, client *mcp.Client) *server {
+	t.Helper()
 	s := &server{t: t, cmd: cmd, stderr: &lockedBuffer{}, progress: make(chan *mcp.ProgressNotificationParams, 100)}
 	cmd.Stderr = s.stderr
 	if client == nil {

@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -183,24 +182,7 @@ exec setpriv --reuid=` + strconv.Itoa(l.uid) + ` --regid=` + strconv.Itoa(l.gid)
 // startServer starts the leg's server over stdio and connects a client.
 func (l sandboxLeg) startServer(t *testing.T, dir, home string, args ...string) *server {
 	t.Helper()
-	cmd := l.command(dir, home, args...)
-	s := &server{t: t, cmd: cmd, stderr: &lockedBuffer{}}
-	cmd.Stderr = s.stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "sandbox-escape-test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nserver stderr:\n%s", err, s.stderr.String())
-	}
-	s.cs = cs
-	t.Cleanup(func() {
-		s.close()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", s.stderr.String())
-		}
-	})
-	return s
+	return connectCmd(t, l.command(dir, home, args...), mcp.NewClient(&mcp.Implementation{Name: "sandbox-escape-test", Version: "1"}, nil))
 }
 
 // startHTTP starts the leg's server over streamable HTTP and returns its URL.
