@@ -158,31 +158,49 @@ func (ss *Session) cwd() (string, error) {
 
 // confine checks a resolved absolute path against the sandbox's rule,
 // following symlinks as far as the path exists: a link inside the working
-// directory that leads out is refused like the path it leads to.
-func (ss *Session) confine(abs, base string, access pathAccess) error {
+// directory that leads out is refused like the path it leads to. It
+// returns the folder the path was found in (the working directory, or for
+// a read a --sandbox-allow path) and where in it, so that the I/O goes
+// through that folder (toolPath) and a symlink swapped in after this check
+// cannot lead it out.
+//
+// The hidden paths are checked here only: under an allowed folder the
+// kernel writes nowhere but in its working directory, which is inside the
+// hidden work directory, so no folder on the way from an allowed folder to
+// the file can be swapped for a link into what is hidden.
+func (ss *Session) confine(abs, base string, access pathAccess) (root, rel string, err error) {
 	real, err := realPath(abs)
 	if err != nil {
-		return fmt.Errorf("path %s: %v", abs, err)
+		return "", "", fmt.Errorf("path %s: %v", abs, err)
 	}
 	// A session restored from an unsandboxed run may have its cwd
 	// anywhere: it is no root to write in.
 	if _, err := ss.srv.kernelDir(ss.choice); err != nil {
-		return err
+		return "", "", err
 	}
-	if rb, err := filepath.EvalSymlinks(base); err == nil && within(real, rb) {
-		return nil
+	in := func(dir string) bool {
+		if within(real, dir) {
+			if rel, err = filepath.Rel(dir, real); err == nil {
+				root = dir
+				return true
+			}
+		}
+		return false
+	}
+	if rb, err := filepath.EvalSymlinks(base); err == nil && in(rb) {
+		return root, rel, nil
 	}
 	if access == readPath {
 		// What the kernels never see, the tools do not read either, even
 		// under an allowed parent.
 		for _, h := range ss.srv.hiddenPaths() {
 			if rh, err := filepath.EvalSymlinks(h); err == nil && within(real, rh) {
-				return fmt.Errorf("path %s is in %s, which the sandbox hides (the server's state, or its tokens file): under --sandbox files are read only in the session's working directory or a --sandbox-allow path outside what is hidden", abs, rh)
+				return "", "", fmt.Errorf("path %s is in %s, which the sandbox hides (the server's state, or its tokens file): under --sandbox files are read only in the session's working directory or a --sandbox-allow path outside what is hidden", abs, rh)
 			}
 		}
 		for _, a := range ss.srv.cfg.Sandbox.ReadOnly {
-			if ra, err := filepath.EvalSymlinks(a); err == nil && within(real, ra) {
-				return nil
+			if ra, err := filepath.EvalSymlinks(a); err == nil && in(ra) {
+				return root, rel, nil
 			}
 		}
 	}
@@ -191,9 +209,9 @@ func (ss *Session) confine(abs, base string, access pathAccess) error {
 		where += " or a --sandbox-allow path (" + strings.Join(ss.srv.cfg.Sandbox.ReadOnly, ", ") + ")"
 	}
 	if real != abs {
-		return fmt.Errorf("path %s leads to %s, outside %s: under --sandbox files are read and written only there", abs, real, where)
+		return "", "", fmt.Errorf("path %s leads to %s, outside %s: under --sandbox files are read and written only there", abs, real, where)
 	}
-	return fmt.Errorf("path %s is outside %s: under --sandbox files are read and written only there", abs, where)
+	return "", "", fmt.Errorf("path %s is outside %s: under --sandbox files are read and written only there", abs, where)
 }
 
 // realPath resolves the symlinks of the longest existing prefix of p and
