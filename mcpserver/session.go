@@ -648,11 +648,8 @@ func (ss *Session) resolvePath(p string, access pathAccess) (toolPath, error) {
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
 	}
-	tp := toolPath{abs: abs}
 	if ss.srv.cfg.Sandbox != nil {
-		if tp.root, tp.rel, err = ss.confine(abs, base, access); err != nil {
-			return toolPath{}, err
-		}
+		return ss.confine(abs, base, access)
 	}
-	return tp, nil
+	return toolPath{abs: abs}, nil
 }

@@ -21,6 +21,9 @@ type toolPath struct {
 	abs  string // the path as the call named it, made absolute
 	root string // the confining folder (real); "" without --sandbox
 	rel  string // where the check found the path, relative to root
+	// hidden are the real paths a read must not reach, when root is an
+	// allowed folder: what is opened is checked against them again.
+	hidden []string
 }
 
 // String is the path as the call named it.
@@ -128,6 +131,17 @@ func (p toolPath) openChecked(verb string, limit int64, use func(*os.File) error
 		return fmt.Errorf("cannot read %s: %v", p.abs, errors.Unwrap(err))
 	}
 	defer f.Close()
+	if len(p.hidden) > 0 {
+		opened, ok := openedPath(f)
+		if !ok {
+			return fmt.Errorf("cannot %s %s: cannot tell where the file opened is, to keep what the sandbox hides hidden", verb, p.abs)
+		}
+		for _, h := range p.hidden {
+			if within(opened, h) {
+				return hiddenError(p.abs, h)
+			}
+		}
+	}
 	if st, err = f.Stat(); err != nil {
 		return fmt.Errorf("cannot read %s: %v", p.abs, errors.Unwrap(err))
 	}

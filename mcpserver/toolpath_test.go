@@ -79,3 +79,55 @@ func TestToolPathRefusesSymlinkSwappedIn(t *testing.T) {
 		t.Errorf("a temporary file was left behind: %v", ents)
 	}
 }
+
+// A read under an allowed folder that holds what is hidden, where a folder
+// of the path is swapped after the check for a link into the hidden part,
+// is refused: the file opened is checked again. The kernels' runtime dirs
+// are hidden as well (a kernel writes in its own, under an allowed /tmp).
+func TestToolPathKeepsHiddenUnderAllowedFolder(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	shared := filepath.Join(root, "shared")
+	secret := filepath.Join(shared, "secret")
+	runtime := filepath.Join(shared, "runtime")
+	work := filepath.Join(root, "work")
+	for _, d := range []string{filepath.Join(shared, "d"), secret, work, filepath.Join(runtime, "kernel-1")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, content := range map[string]string{
+		filepath.Join(shared, "d", "f"):                   "SHOWN",
+		filepath.Join(secret, "f"):                        "SECRET",
+		filepath.Join(runtime, "kernel-1", "kernel.json"): "KEY",
+	} {
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("KERNEL_MCP_RUNTIME_DIR", runtime)
+	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{shared}, Hide: []string{secret}}}, workDir: work}
+	ss := &Session{srv: srv}
+
+	if got, err := ss.resolvePath(filepath.Join(runtime, "kernel-1", "kernel.json"), readPath); err == nil || !strings.Contains(err.Error(), "hides") {
+		t.Errorf("a kernel's runtime dir: %v, %v; want a refusal saying it is hidden", got, err)
+	}
+	p, err := ss.resolvePath(filepath.Join(shared, "d", "f"), readPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := p.readFile("run", 0); err != nil || string(b) != "SHOWN" {
+		t.Fatalf("before the swap: %q, %v", b, err)
+	}
+	if err := os.Rename(filepath.Join(shared, "d"), filepath.Join(shared, "d.away")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("secret", filepath.Join(shared, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := p.readFile("run", 0); err == nil || !strings.Contains(err.Error(), "hides") || strings.Contains(string(b), "SECRET") {
+		t.Errorf("read through a link into the hidden folder: %q, %v", b, err)
+	}
+	if err := p.checkFile("load", 0); err == nil || !strings.Contains(err.Error(), "hides") {
+		t.Errorf("check through a link into the hidden folder: %v", err)
+	}
+}
