@@ -90,7 +90,7 @@ func TestSandboxToolPathSwapRace(t *testing.T) {
 			} {
 				if res := s.call(c.tool, map[string]any{"path": c.path}); !res.IsError {
 					wrote++
-				} else if !strings.Contains(text(res), "outside") {
+				} else if !strings.Contains(text(res), "sandbox") {
 					t.Errorf("%s %d: refused without saying why: %s", c.tool, i, text(res))
 				}
 			}
