@@ -120,3 +120,28 @@ func TestSandboxToolPathSwapRace(t *testing.T) {
 		}
 	})
 }
+
+// Under --sandbox-allow over the temporary directory, which holds the
+// sandboxed kernels' runtime dirs, the tools do not read another kernel's
+// connection file (nor the caller's own): the runtime dirs are hidden
+// from the tools as from the kernels.
+func TestSandboxToolsHideRuntimeDirs(t *testing.T) {
+	forEachLeg(t, func(t *testing.T, l sandboxLeg) {
+		tmp, err := filepath.EvalSymlinks(os.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.startServer(t, l.base, l.dir(t, "home"), "--sandbox", "--sandbox-allow", tmp, "--state-dir", l.dir(t, "state"), "--pool-size", "0")
+		_, out := s.run("other", "import sys; print(sys.argv[sys.argv.index('-f') + 1])")
+		conn := strings.TrimSpace(out.Stdout)
+		if !filepath.IsAbs(conn) {
+			t.Fatalf("the other kernel's connection file: %q", out.Stdout)
+		}
+		for _, tool := range []string{"run_file", "load_data", "run_notebook"} {
+			res := s.call(tool, map[string]any{"session_id": "reader", "path": conn})
+			if !res.IsError || strings.Contains(text(res), "signature_scheme") || !strings.Contains(text(res), "hides") {
+				t.Errorf("%s(%s): %s", tool, conn, text(res))
+			}
+		}
+	})
+}
