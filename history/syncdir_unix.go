@@ -12,7 +12,15 @@ import (
 // a crash. File systems that cannot sync a folder (EINVAL, ENOTSUP) are not
 // an error: there is nothing more to do on them.
 func fsyncDir(dir string) error {
-	d, err := os.Open(dir)
+	return fsyncOpened(os.Open(dir))
+}
+
+// fsyncDirIn is fsyncDir for a folder inside root, opened through it.
+func fsyncDirIn(root *os.Root, dir string) error {
+	return fsyncOpened(root.Open(dir))
+}
+
+func fsyncOpened(d *os.File, err error) error {
 	if err != nil {
 		return err
 	}

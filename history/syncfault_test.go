@@ -15,7 +15,8 @@ func failFolderSync(t *testing.T) {
 	t.Helper()
 	injected := errors.New("input/output error (injected)")
 	syncDir = func(string) error { return injected }
-	t.Cleanup(func() { syncDir = fsyncDir })
+	syncDirIn = func(*os.Root, string) error { return injected }
+	t.Cleanup(func() { syncDir, syncDirIn = fsyncDir, fsyncDirIn })
 }
 
 // TestRewriteFolderSyncFails: a Rewrite whose rename went through but whose

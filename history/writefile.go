@@ -92,3 +92,66 @@ func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 // place but whose folder could not be fsynced: readers see the change, but
 // it may not survive a crash.
 var ErrNotDurable = errors.New("durability not confirmed")
+
+// WriteFileIn is WriteFile for name, a path relative to root: the missing
+// folders, the temporary file, the rename and the folder sync all go
+// through root, so a symlink that leads out of it, whether there when the
+// call starts or swapped in meanwhile, fails the write (os.Root's "path
+// escapes from parent") instead of writing outside. Errors name name.
+func WriteFileIn(root *os.Root, name string, data []byte, perm os.FileMode) error {
+	if err := writeFileAtomicIn(root, name, data, perm, 0o777); err != nil {
+		return fmt.Errorf("history: write %s: %w", name, err)
+	}
+	return nil
+}
+
+func writeFileAtomicIn(root *os.Root, name string, data []byte, perm, dirPerm os.FileMode) error {
+	dir := filepath.Dir(name)
+	if err := root.MkdirAll(dir, dirPerm); err != nil {
+		return err
+	}
+	var f *os.File
+	var tmp string
+	for range 100 {
+		var b [8]byte
+		rand.Read(b[:])
+		tmp = filepath.Join(dir, "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(b[:]))
+		var err error
+		f, err = root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			f = nil
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	if f == nil {
+		return fmt.Errorf("no free temporary name in %s", dir)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := root.Rename(tmp, name); err != nil {
+		return err
+	}
+	ok = true
+	return notDurable(syncDirIn(root, dir))
+}
+
+// syncDirIn is fsyncDirIn, or a fault a test puts in its place.
+var syncDirIn = fsyncDirIn

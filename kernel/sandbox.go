@@ -266,13 +266,22 @@ func filterEnv(env []string) []string {
 	return out
 }
 
-// SandboxRuntimeBase is the folder that holds the runtime dirs (connection
-// files with their keys, ipc sockets) of this process's sandboxed kernels:
-// KERNEL_MCP_RUNTIME_DIR when set, else <temp>/kernel-mcp-sandbox-<uid>.
-// Every sandbox hides it; a server's own tools should refuse it too.
-func SandboxRuntimeBase() (string, error) {
+// SandboxRuntimeBase is the folder that the runtime dirs of sandboxed
+// kernels go in, and that every sandbox hides but for the kernel's own:
+// KERNEL_MCP_RUNTIME_DIR made absolute when it is set, else
+// <temp>/kernel-mcp-sandbox-<uid>. It may not exist yet. The server hides
+// it from its own tools' reads too: each kernel writes in its runtime dir,
+// and the others' hold their connection files.
+func SandboxRuntimeBase() string {
 	if d := os.Getenv("KERNEL_MCP_RUNTIME_DIR"); d != "" {
-		return filepath.Abs(d)
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return d
 	}
-	return sandboxRuntimeBase()
+	tmp, err := filepath.Abs(os.TempDir())
+	if err != nil {
+		tmp = os.TempDir()
+	}
+	return filepath.Join(tmp, "kernel-mcp-sandbox-"+strconv.Itoa(os.Getuid()))
 }

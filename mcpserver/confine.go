@@ -75,13 +75,9 @@ func (s *Server) sandboxOptions() *kernel.SandboxOptions {
 
 // hiddenPaths are what the kernels never see, whatever --sandbox-allow
 // shows: the configured ones (the tokens file, every user's state), this
-// server's state directory, its work directory, and the sandboxed kernels'
-// runtime dirs (their connection files hold the keys).
+// server's state directory, and its work directory.
 func (s *Server) hiddenPaths() []string {
 	out := append([]string(nil), s.cfg.Sandbox.Hide...)
-	if base, err := kernel.SandboxRuntimeBase(); err == nil {
-		out = append(out, base)
-	}
 	if s.cfg.StateDir != "" {
 		if abs, err := filepath.Abs(s.cfg.StateDir); err == nil {
 			out = append(out, abs)
@@ -90,7 +86,9 @@ func (s *Server) hiddenPaths() []string {
 	if s.workDir != "" {
 		out = append(out, s.workDir)
 	}
-	return out
+	// The kernels' runtime dirs: their connection files, and the one
+	// folder outside the working directory each kernel writes in.
+	return append(out, kernel.SandboxRuntimeBase())
 }
 
 // kernelDir is the working directory a kernel of this kind starts in.
@@ -162,31 +160,56 @@ func (ss *Session) cwd() (string, error) {
 
 // confine checks a resolved absolute path against the sandbox's rule,
 // following symlinks as far as the path exists: a link inside the working
-// directory that leads out is refused like the path it leads to.
-func (ss *Session) confine(abs, base string, access pathAccess) error {
+// directory that leads out is refused like the path it leads to. It
+// returns the path with the folder it was found in (the working
+// directory, or for a read a --sandbox-allow path) and where in it, so
+// that the I/O goes through that folder (toolPath) and a symlink swapped
+// in after this check cannot lead it out.
+//
+// An allowed folder may hold what is hidden, and a folder the kernel
+// writes in (its runtime dir, under an allowed /tmp): a read there also
+// keeps the hidden paths, to check what it opened against them.
+func (ss *Session) confine(abs, base string, access pathAccess) (toolPath, error) {
+	tp := toolPath{abs: abs}
 	real, err := realPath(abs)
 	if err != nil {
-		return fmt.Errorf("path %s: %v", abs, err)
+		return toolPath{}, fmt.Errorf("path %s could not be checked against the sandbox (a folder of it may have changed meanwhile): %v", abs, err)
 	}
 	// A session restored from an unsandboxed run may have its cwd
 	// anywhere: it is no root to write in.
 	if _, err := ss.srv.kernelDir(ss.choice); err != nil {
-		return err
+		return toolPath{}, err
 	}
-	if rb, err := filepath.EvalSymlinks(base); err == nil && within(real, rb) {
-		return nil
+	in := func(dir string) bool {
+		if !within(real, dir) {
+			return false
+		}
+		rel, err := filepath.Rel(dir, real)
+		if err != nil {
+			return false
+		}
+		tp.root, tp.rel = dir, rel
+		return true
+	}
+	if rb, err := filepath.EvalSymlinks(base); err == nil && in(rb) {
+		return tp, nil
 	}
 	if access == readPath {
 		// What the kernels never see, the tools do not read either, even
 		// under an allowed parent.
 		for _, h := range ss.srv.hiddenPaths() {
-			if rh, err := filepath.EvalSymlinks(h); err == nil && within(real, rh) {
-				return fmt.Errorf("path %s is in %s, which the sandbox hides (the server's state, its tokens file, or the kernels' runtime dirs): under --sandbox files are read only in the session's working directory or a --sandbox-allow path outside what is hidden", abs, rh)
+			rh, err := filepath.EvalSymlinks(h)
+			if err != nil {
+				continue
+			}
+			tp.hidden = append(tp.hidden, rh)
+			if within(real, rh) {
+				return toolPath{}, hiddenError(abs, rh)
 			}
 		}
 		for _, a := range ss.srv.cfg.Sandbox.ReadOnly {
-			if ra, err := filepath.EvalSymlinks(a); err == nil && within(real, ra) {
-				return nil
+			if ra, err := filepath.EvalSymlinks(a); err == nil && in(ra) {
+				return tp, nil
 			}
 		}
 	}
@@ -195,9 +218,14 @@ func (ss *Session) confine(abs, base string, access pathAccess) error {
 		where += " or a --sandbox-allow path (" + strings.Join(ss.srv.cfg.Sandbox.ReadOnly, ", ") + ")"
 	}
 	if real != abs {
-		return fmt.Errorf("path %s leads to %s, outside %s: under --sandbox files are read and written only there", abs, real, where)
+		return toolPath{}, fmt.Errorf("path %s leads to %s, outside %s: under --sandbox files are read and written only there", abs, real, where)
 	}
-	return fmt.Errorf("path %s is outside %s: under --sandbox files are read and written only there", abs, where)
+	return toolPath{}, fmt.Errorf("path %s is outside %s: under --sandbox files are read and written only there", abs, where)
+}
+
+// hiddenError refuses to read path, which is in hidden.
+func hiddenError(path, hidden string) error {
+	return fmt.Errorf("path %s is in %s, which the sandbox hides (the server's state, its tokens file, or the kernels' runtime dirs): under --sandbox files are read only in the session's working directory or a --sandbox-allow path outside what is hidden", path, hidden)
 }
 
 // realPath resolves the symlinks of the longest existing prefix of p and

@@ -42,3 +42,13 @@ func mkdirBeneath(root, rel string) (string, error) {
 	}
 	return os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 }
+
+// openedPath is where an open file is, as the kernel tells it
+// (/proc/self/fd): what was reached, whatever the name went through.
+func openedPath(f *os.File) (string, bool) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil || !filepath.IsAbs(p) {
+		return "", false
+	}
+	return p, true
+}

@@ -59,7 +59,7 @@ func TestResolvePathConfined(t *testing.T) {
 			if tt.path != "" && !strings.Contains(err.Error(), "--sandbox") {
 				t.Errorf("resolvePath(%q): refusal does not say why: %v", tt.path, err)
 			}
-		case err != nil || got != tt.want:
+		case err != nil || got.abs != tt.want:
 			t.Errorf("resolvePath(%q, %v) = %q, %v; want %q", tt.path, tt.access, got, err, tt.want)
 		}
 	}
@@ -72,7 +72,7 @@ func TestResolvePathConfined(t *testing.T) {
 	}
 	// Without the sandbox, paths are only made absolute.
 	srv.cfg.Sandbox = nil
-	if got, err := ss.resolvePath("../x", writePath); err != nil || got != filepath.Join(root, "x") {
+	if got, err := ss.resolvePath("../x", writePath); err != nil || got.abs != filepath.Join(root, "x") {
 		t.Errorf("unsandboxed: %q, %v", got, err)
 	}
 }
@@ -106,7 +106,7 @@ func TestResolvePathHiddenUnderAllowedParent(t *testing.T) {
 	if got, err := ss.resolvePath(filepath.Join(root, "data.csv"), readPath); err != nil {
 		t.Errorf("read an allowed file: %q, %v", got, err)
 	}
-	if got, err := ss.resolvePath("mine.txt", writePath); err != nil || got != filepath.Join(work, "mine.txt") {
+	if got, err := ss.resolvePath("mine.txt", writePath); err != nil || got.abs != filepath.Join(work, "mine.txt") {
 		t.Errorf("the session's own folder: %q, %v", got, err)
 	}
 }

@@ -547,10 +547,10 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 			}
 			// Atomic, with missing folders, 0666 less the umask: as the
 			// history exports are written.
-			if err := history.WriteFile(path, data, 0o666); err != nil {
+			if err := path.writeFile(data, 0o666); err != nil {
 				return errResult[SaveFigureOutput]("cannot save the figure: %v", err)
 			}
-			out := SaveFigureOutput{Path: path, MIMEType: mime, Bytes: len(data), Block: bi + 1}
+			out := SaveFigureOutput{Path: path.abs, MIMEType: mime, Bytes: len(data), Block: bi + 1}
 			if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
 				out.Width, out.Height = cfg.Width, cfg.Height
 			}
@@ -654,16 +654,18 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 	}
 	// The path and format are checked before the session is looked up or
 	// created: a call with bad input leaves no session behind.
+	// The kernel reads the file, in its sandbox; the server only checks
+	// it, through the folder it was found in.
 	var path, reader string
 	_, err := s.lookupOrCreateChecked(sessionOr(in.SessionID), func(ss *Session) error {
-		var err error
-		path, err = ss.resolvePath(in.Path, readPath)
+		tp, err := ss.resolvePath(in.Path, readPath)
 		if err != nil {
 			return fmt.Errorf("load_data: %v", err)
 		}
-		if err := checkInputFile(path, "load", 0); err != nil {
+		if err := tp.checkFile("load", 0); err != nil {
 			return err
 		}
+		path = tp.abs
 		format := strings.ToLower(strings.TrimSpace(in.Format))
 		if format == "" {
 			format = dataFormats[strings.ToLower(filepath.Ext(path))]

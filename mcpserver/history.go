@@ -441,10 +441,10 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 	}
 	// 0666 less the umask, as any program's new file: the user decides
 	// who may read an export, as with everything else they write.
-	if err := history.WriteFile(path, data, 0o666); err != nil {
+	if err := path.writeFile(data, 0o666); err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
-	out := ExportOutput{SessionID: ss.id, Path: path, Blocks: len(entries), Bytes: len(data)}
+	out := ExportOutput{SessionID: ss.id, Path: path.abs, Blocks: len(entries), Bytes: len(data)}
 	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s", len(entries), ss.id, what, path)), out, nil
 }
 

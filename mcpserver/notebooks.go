@@ -43,11 +43,12 @@ const maxNotebookSize = 64 << 20
 
 // readNotebook reads an nbformat 4 notebook or a py:percent script. The
 // language is the notebook's own, "" when it names none.
-func readNotebook(path string) (cells []notebookCell, language string, err error) {
-	b, err := readInputFile(path, "read", maxNotebookSize)
+func readNotebook(tp toolPath) (cells []notebookCell, language string, err error) {
+	b, err := tp.readFile("read", maxNotebookSize)
 	if err != nil {
 		return nil, "", err
 	}
+	path := tp.abs
 	if strings.EqualFold(filepath.Ext(path), ".ipynb") || bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
 		return parseIPynb(path, b)
 	}
@@ -286,13 +287,13 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		lo, hi     int
 	)
 	ss, err := s.lookupOrCreateChecked(sessionOr(in.SessionID), func(ss *Session) error {
-		var err error
-		path, err = ss.resolvePath(in.Path, readPath)
+		tp, err := ss.resolvePath(in.Path, readPath)
 		if err != nil {
 			return fmt.Errorf("run_notebook needs a path: %v", err)
 		}
+		path = tp.abs
 		var cells []notebookCell
-		cells, lang, err = readNotebook(path)
+		cells, lang, err = readNotebook(tp)
 		if err != nil {
 			return err
 		}

@@ -648,23 +648,22 @@ func (s *Server) resolve(ctx context.Context, c kernelChoice) (kernelspec.Spec, 
 
 // resolvePath makes p absolute against the session's working directory.
 // Under the sandbox it must also stay there (or, to read, in an allowed
-// path): see confine.
-func (ss *Session) resolvePath(p string, access pathAccess) (string, error) {
+// path): see confine; the toolPath it returns then does its I/O through
+// the folder the check found it in.
+func (ss *Session) resolvePath(p string, access pathAccess) (toolPath, error) {
 	if p == "" {
-		return "", errors.New("path is empty")
+		return toolPath{}, errors.New("path is empty")
 	}
 	base, err := ss.cwd()
 	if err != nil {
-		return "", err
+		return toolPath{}, err
 	}
 	abs := filepath.Join(base, p)
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
 	}
 	if ss.srv.cfg.Sandbox != nil {
-		if err := ss.confine(abs, base, access); err != nil {
-			return "", err
-		}
+		return ss.confine(abs, base, access)
 	}
-	return abs, nil
+	return toolPath{abs: abs}, nil
 }

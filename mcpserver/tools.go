@@ -239,12 +239,12 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	var path string
 	var code []byte
 	ss, err := s.lookupOrCreateChecked(id, func(ss *Session) error {
-		var err error
-		path, err = ss.resolvePath(in.Path, readPath)
+		tp, err := ss.resolvePath(in.Path, readPath)
 		if err != nil {
 			return fmt.Errorf("run_file: %v", err)
 		}
-		code, err = readInputFile(path, "run", 10<<20)
+		path = tp.abs
+		code, err = tp.readFile("run", 10<<20)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,152 @@
+package mcpserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kernel-mcp/kernel-mcp/history"
+)
+
+// toolPath is a path a tool was given, resolved and checked once
+// (resolvePath). Under --sandbox its reads and writes go through root, the
+// folder the check found it in, opened when the I/O happens: os.Root
+// refuses a name or symlink that leads out of it, so code in the session
+// that swaps a folder of the path for a symlink after the check cannot
+// take the read or write outside. Without the sandbox root is "" and the
+// I/O names abs, as any program would.
+type toolPath struct {
+	abs  string // the path as the call named it, made absolute
+	root string // the confining folder (real); "" without --sandbox
+	rel  string // where the check found the path, relative to root
+	// hidden are the real paths a read must not reach, when root is an
+	// allowed folder: what is opened is checked against them again.
+	hidden []string
+}
+
+// String is the path as the call named it.
+func (p toolPath) String() string { return p.abs }
+
+// escapes reports whether err is os.Root's refusal of a path or symlink
+// that leads out of the root. The os package exports no sentinel for it.
+func escapes(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// leadsOut is the error for a path that, at the time of the I/O, led out
+// of its root: a folder of it was swapped for a symlink after the check.
+func (p toolPath) leadsOut() error {
+	return fmt.Errorf("path %s leads outside %s (a folder of it is now a symlink that leads out): under --sandbox files are read and written only there", p.abs, p.root)
+}
+
+// writeFile writes data to the path atomically, with missing folders, as
+// history.WriteFile does; under the sandbox every step goes through root.
+func (p toolPath) writeFile(data []byte, perm os.FileMode) error {
+	if p.root == "" {
+		return history.WriteFile(p.abs, data, perm)
+	}
+	r, err := os.OpenRoot(p.root)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %v", p.abs, err)
+	}
+	defer r.Close()
+	if err := history.WriteFileIn(r, p.rel, data, perm); err != nil {
+		if escapes(err) {
+			return p.leadsOut()
+		}
+		// Worded as history.WriteFile's errors, with the path as named.
+		return fmt.Errorf("history: write %s: %w", p.abs, errors.Unwrap(err))
+	}
+	return nil
+}
+
+// readFile reads the file for a tool, refusing a missing file, a folder,
+// anything but a regular file, and one larger than limit bytes (0: any
+// size) with an error that says which (verb: what the tool would do).
+func (p toolPath) readFile(verb string, limit int64) ([]byte, error) {
+	if p.root == "" {
+		return readInputFile(p.abs, verb, limit)
+	}
+	var b []byte
+	err := p.openChecked(verb, limit, func(f *os.File) error {
+		var err error
+		if b, err = io.ReadAll(f); err != nil {
+			return fmt.Errorf("cannot read %s: %v", p.abs, errors.Unwrap(err))
+		}
+		if limit > 0 && int64(len(b)) > limit {
+			return fmt.Errorf("cannot %s %s: %d bytes is more than the %d MiB a file may have", verb, p.abs, len(b), limit>>20)
+		}
+		return nil
+	})
+	return b, err
+}
+
+// checkFile is readFile's checks without the read.
+func (p toolPath) checkFile(verb string, limit int64) error {
+	if p.root == "" {
+		return checkInputFile(p.abs, verb, limit)
+	}
+	return p.openChecked(verb, limit, func(*os.File) error { return nil })
+}
+
+// openChecked opens the file through root, checks what it opened (not
+// what the name pointed to a moment before), and hands it to use.
+func (p toolPath) openChecked(verb string, limit int64, use func(*os.File) error) error {
+	r, err := os.OpenRoot(p.root)
+	if err != nil {
+		return fmt.Errorf("cannot %s %s: %v", verb, p.abs, err)
+	}
+	defer r.Close()
+	check := func(st os.FileInfo) error {
+		if st.IsDir() {
+			return fmt.Errorf("cannot %s %s: it is a directory", verb, p.abs)
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("cannot %s %s: it is not a regular file", verb, p.abs)
+		}
+		if limit > 0 && st.Size() > limit {
+			return fmt.Errorf("cannot %s %s: %d bytes is more than the %d MiB a file may have", verb, p.abs, st.Size(), limit>>20)
+		}
+		return nil
+	}
+	// Stat first, so that a fifo is refused rather than opened; the open
+	// does not block either if one is swapped in meanwhile.
+	st, err := r.Stat(p.rel)
+	if escapes(err) {
+		return p.leadsOut()
+	}
+	if err != nil {
+		return fmt.Errorf("cannot %s %s: %v", verb, p.abs, errors.Unwrap(err))
+	}
+	if err := check(st); err != nil {
+		return err
+	}
+	f, err := r.OpenFile(p.rel, os.O_RDONLY|openNonblock, 0)
+	if escapes(err) {
+		return p.leadsOut()
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %v", p.abs, errors.Unwrap(err))
+	}
+	defer f.Close()
+	if len(p.hidden) > 0 {
+		opened, ok := openedPath(f)
+		if !ok {
+			return fmt.Errorf("cannot %s %s: cannot tell where the file opened is, to keep what the sandbox hides hidden", verb, p.abs)
+		}
+		for _, h := range p.hidden {
+			if within(opened, h) {
+				return hiddenError(p.abs, h)
+			}
+		}
+	}
+	if st, err = f.Stat(); err != nil {
+		return fmt.Errorf("cannot read %s: %v", p.abs, errors.Unwrap(err))
+	}
+	if err := check(st); err != nil {
+		return err
+	}
+	return use(f)
+}

@@ -1,0 +1,8 @@
+//go:build !windows
+
+package mcpserver
+
+import "syscall"
+
+// openNonblock keeps an open from waiting on a fifo for a writer.
+const openNonblock = syscall.O_NONBLOCK

@@ -1,0 +1,4 @@
+package mcpserver
+
+// openNonblock: Windows has no fifo that an open waits on.
+const openNonblock = 0
