@@ -51,7 +51,7 @@ func TestKernelChildDiesOnClose(t *testing.T) {
 // TestKillEndsTheWholeJob: kill, through the Job Object, ends a process
 // that is busy with a child of its own.
 func TestKillEndsTheWholeJob(t *testing.T) {
-	p, err := startProcess([]string{"cmd", "/c", "ping -n 600 127.0.0.1 >NUL"}, "", os.Environ())
+	p, err := startProcess([]string{"cmd", "/c", "ping -n 600 127.0.0.1 >NUL"}, "", os.Environ(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
