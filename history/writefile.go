@@ -27,20 +27,53 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // writeFileAtomic is WriteFile with the folder mode as a parameter and an
 // unwrapped error.
 func writeFileAtomic(path string, data []byte, perm, dirPerm os.FileMode) error {
+	return writeAtomic(hostFiles, path, data, perm, dirPerm)
+}
+
+// fileCalls are the calls an atomic write makes: on names of the host
+// (hostFiles), or through an os.Root (rootFiles).
+type fileCalls struct {
+	mkdirAll func(dir string, perm os.FileMode) error
+	openFile func(name string, flag int, perm os.FileMode) (*os.File, error)
+	remove   func(name string) error
+	rename   func(from, to string) error
+	syncDir  func(dir string) error
+}
+
+var hostFiles = fileCalls{
+	mkdirAll: os.MkdirAll,
+	openFile: os.OpenFile,
+	remove:   os.Remove,
+	rename:   renameFile,
+	syncDir:  func(dir string) error { return syncDir(dir) },
+}
+
+func rootFiles(root *os.Root) fileCalls {
+	return fileCalls{
+		mkdirAll: root.MkdirAll,
+		openFile: root.OpenFile,
+		remove:   root.Remove,
+		rename:   root.Rename,
+		syncDir:  func(dir string) error { return syncDirIn(root, dir) },
+	}
+}
+
+// writeAtomic writes data to a temporary file beside path, syncs it and
+// renames it onto path, then syncs the folder.
+func writeAtomic(fc fileCalls, path string, data []byte, perm, dirPerm os.FileMode) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
+	if err := fc.mkdirAll(dir, dirPerm); err != nil {
 		return err
 	}
-	f, err := createTemp(dir, "."+filepath.Base(path)+".tmp-", perm)
+	f, tmp, err := createTemp(fc, dir, "."+filepath.Base(path)+".tmp-", perm)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	ok := false
 	defer func() {
 		if !ok {
 			f.Close()
-			os.Remove(tmp)
+			fc.remove(tmp)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
@@ -52,12 +85,12 @@ func writeFileAtomic(path string, data []byte, perm, dirPerm os.FileMode) error 
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := renameFile(tmp, path); err != nil {
+	if err := fc.rename(tmp, path); err != nil {
 		return err
 	}
 	// From here on the new content is the file, whatever else fails.
 	ok = true
-	return notDurable(syncDir(dir))
+	return notDurable(fc.syncDir(dir))
 }
 
 // notDurable marks err, a failed folder fsync after a change that is
@@ -73,19 +106,21 @@ func notDurable(err error) error {
 var syncDir = fsyncDir
 
 // createTemp creates a new file dir/prefix<random> with mode perm less the
-// umask. os.CreateTemp always uses 0600, and a Chmod afterwards would
-// ignore the umask; reading the umask means changing it, for every thread.
-func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+// umask, and returns it with its name. os.CreateTemp always uses 0600, and
+// a Chmod afterwards would ignore the umask; reading the umask means
+// changing it, for every thread.
+func createTemp(fc fileCalls, dir, prefix string, perm os.FileMode) (*os.File, string, error) {
 	for range 100 {
 		var b [8]byte
 		rand.Read(b[:])
-		f, err := os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(b[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
+		f, err := fc.openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		return f, err
+		return f, name, err
 	}
-	return nil, fmt.Errorf("no free temporary name in %s", dir)
+	return nil, "", fmt.Errorf("no free temporary name in %s", dir)
 }
 
 // ErrNotDurable is wrapped by the errors of writes whose new content is in
@@ -99,58 +134,10 @@ var ErrNotDurable = errors.New("durability not confirmed")
 // call starts or swapped in meanwhile, fails the write (os.Root's "path
 // escapes from parent") instead of writing outside. Errors name name.
 func WriteFileIn(root *os.Root, name string, data []byte, perm os.FileMode) error {
-	if err := writeFileAtomicIn(root, name, data, perm, 0o777); err != nil {
+	if err := writeAtomic(rootFiles(root), name, data, perm, 0o777); err != nil {
 		return fmt.Errorf("history: write %s: %w", name, err)
 	}
 	return nil
-}
-
-func writeFileAtomicIn(root *os.Root, name string, data []byte, perm, dirPerm os.FileMode) error {
-	dir := filepath.Dir(name)
-	if err := root.MkdirAll(dir, dirPerm); err != nil {
-		return err
-	}
-	var f *os.File
-	var tmp string
-	for range 100 {
-		var b [8]byte
-		rand.Read(b[:])
-		tmp = filepath.Join(dir, "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(b[:]))
-		var err error
-		f, err = root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
-		if errors.Is(err, fs.ErrExist) {
-			f = nil
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		break
-	}
-	if f == nil {
-		return fmt.Errorf("no free temporary name in %s", dir)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			root.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := root.Rename(tmp, name); err != nil {
-		return err
-	}
-	ok = true
-	return notDurable(syncDirIn(root, dir))
 }
 
 // syncDirIn is fsyncDirIn, or a fault a test puts in its place.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
 )
@@ -41,6 +42,19 @@ func (p toolPath) leadsOut() error {
 	return fmt.Errorf("path %s leads outside %s (a folder of it is now a symlink that leads out): under --sandbox files are read and written only there", p.abs, p.root)
 }
 
+// notFolder reports whether err says a folder of the path is not one:
+// os.Root walks the path without following symlinks it has not checked,
+// so a folder swapped for a symlink while the I/O goes on fails so
+// (ENOTDIR, ELOOP), as does a path through a regular file.
+func notFolder(err error) bool {
+	return errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
+}
+
+// notFolder is the error for such a path.
+func (p toolPath) notFolder() error {
+	return fmt.Errorf("path %s: a folder of it inside %s is not a folder (or was just swapped for a symlink): under --sandbox files are read and written only through folders there", p.abs, p.root)
+}
+
 // writeFile writes data to the path atomically, with missing folders, as
 // history.WriteFile does; under the sandbox every step goes through root.
 func (p toolPath) writeFile(data []byte, perm os.FileMode) error {
@@ -55,6 +69,9 @@ func (p toolPath) writeFile(data []byte, perm os.FileMode) error {
 	if err := history.WriteFileIn(r, p.rel, data, perm); err != nil {
 		if escapes(err) {
 			return p.leadsOut()
+		}
+		if notFolder(err) {
+			return p.notFolder()
 		}
 		// Worded as history.WriteFile's errors, with the path as named.
 		return fmt.Errorf("history: write %s: %w", p.abs, errors.Unwrap(err))
@@ -117,6 +134,9 @@ func (p toolPath) openChecked(verb string, limit int64, use func(*os.File) error
 	if escapes(err) {
 		return p.leadsOut()
 	}
+	if notFolder(err) {
+		return p.notFolder()
+	}
 	if err != nil {
 		return fmt.Errorf("cannot %s %s: %v", verb, p.abs, errors.Unwrap(err))
 	}
@@ -126,6 +146,9 @@ func (p toolPath) openChecked(verb string, limit int64, use func(*os.File) error
 	f, err := r.OpenFile(p.rel, os.O_RDONLY|openNonblock, 0)
 	if escapes(err) {
 		return p.leadsOut()
+	}
+	if notFolder(err) {
+		return p.notFolder()
 	}
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %v", p.abs, errors.Unwrap(err))
