@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/internal/gatewaytest"
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -42,7 +43,14 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	restore, err := ipytest.MemoryHistory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "an IPython dir for the tests' kernels:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
+	restore()
 	if err := gatewaytest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the test gateways:", err)
 	}

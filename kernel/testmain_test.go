@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"go.uber.org/goleak"
 )
 
@@ -19,6 +21,12 @@ import (
 // Close. Only TestForgedIOPubMessagesAreDropped makes one, as a fake
 // kernel; the client itself never does.
 func TestMain(m *testing.M) {
+	restore, err := ipytest.MemoryHistory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kernel tests: an IPython dir of their own:", err)
+		os.Exit(1)
+	}
+	afterTests = append(afterTests, restore)
 	goleak.VerifyTestMain(runThenCleanUp{m}, leakOptions...)
 }
 

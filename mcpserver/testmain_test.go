@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"go.uber.org/goleak"
 )
 
@@ -13,7 +14,13 @@ import (
 // kernel process still running as a child of this test binary (a session
 // or pool kernel that Close did not shut down).
 func TestMain(m *testing.M) {
+	restore, err := ipytest.MemoryHistory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcpserver tests: an IPython dir of their own:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	restore()
 	if code == 0 {
 		if err := goleak.Find(leakOptions...); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
