@@ -18,8 +18,9 @@ import (
 )
 
 // launchIPyKernel starts an ipykernel of the test's own, as someone else's
-// kernel would run, and returns its connection file and process. Cleanup
-// resumes it (it may be stopped) and kills it.
+// kernel would run, for a test that attaches to it, and returns its
+// connection file and process. Cleanup resumes it (it may be stopped) and
+// kills it; a test that ends it itself may Wait for it first.
 func launchIPyKernel(t *testing.T) (string, *os.Process) {
 	t.Helper()
 	requireIPyKernel(t)
@@ -31,7 +32,7 @@ func launchIPyKernel(t *testing.T) (string, *os.Process) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "kernel-frozen.json")
+	file := filepath.Join(t.TempDir(), "kernel-attach.json")
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -528,32 +527,7 @@ func TestKernelKilled(t *testing.T) {
 // death through the heartbeat.
 func TestAttach(t *testing.T) {
 	t.Parallel()
-	requireIPyKernel(t)
-	ci, err := NewConnectionInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(ci)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "kernel-attach.json")
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("python3", "-m", "ipykernel_launcher", "-f", file)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := false
-	t.Cleanup(func() {
-		if !waited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	file, proc := launchIPyKernel(t)
 
 	k, err := Attach(testCtx(t, 60*time.Second), file, Options{HeartbeatInterval: 200 * time.Millisecond})
 	if err != nil {
@@ -568,11 +542,10 @@ func TestAttach(t *testing.T) {
 		t.Errorf("Restart of an attached kernel: %v, want ErrNotOwned", err)
 	}
 
-	if err := cmd.Process.Kill(); err != nil {
+	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
-	waited = true
+	proc.Wait()
 	dead, why := k.Dead()
 	await(t, dead, "the heartbeat to report the kernel dead")
 	var de *DiedError
