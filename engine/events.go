@@ -298,6 +298,12 @@ func (s *Subscription) signal() {
 func (s *Subscription) end() {
 	if !s.ended {
 		s.ended = true
+		// Drop a pending value, so that a receive from Ready reports the
+		// end at once rather than one value later.
+		select {
+		case <-s.ready:
+		default:
+		}
 		close(s.ready)
 	}
 }
