@@ -114,6 +114,7 @@ type Hub struct {
 	subs   []*Subscription // in Subscribe order
 	closed bool
 	count  atomic.Int32 // len(subs), readable without mu
+	cur    Event        // the event being published, under mu
 }
 
 // NewHub returns a hub with no subscribers.
@@ -134,12 +135,16 @@ func (h *Hub) Publish(e Event) {
 	e.Seq = h.seq
 	// Taken under the lock so that Time never goes backwards as Seq goes up.
 	e.Time = time.Now()
+	// The filters get a pointer to h.cur rather than to e, which would make
+	// e escape and cost an allocation per Publish.
+	h.cur = e
 	for _, s := range h.subs {
-		if s.filter != nil && !s.filter(&e) {
+		if s.filter != nil && !s.filter(&h.cur) {
 			continue
 		}
-		s.push(&e)
+		s.push(&h.cur)
 	}
+	h.cur = Event{} // hold no references between calls
 }
 
 // Subscribe starts a subscription to the events published from now on.
@@ -287,6 +292,9 @@ func (s *Subscription) grow() {
 
 // signal makes sure ready holds a value. Called under s.mu, not after end.
 func (s *Subscription) signal() {
+	if len(s.ready) > 0 {
+		return // only readers take the value, and they take s.mu after
+	}
 	select {
 	case s.ready <- struct{}{}:
 	default:
