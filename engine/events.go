@@ -149,11 +149,13 @@ func (h *Hub) Publish(e Event) {
 
 // Subscribe starts a subscription to the events published from now on.
 // buffer is how many events it holds unread (DefaultBuffer if buffer <= 0);
-// past that, events are counted as missed (see Hub). filter, if not nil,
-// picks the events to deliver: it is called from Publish under the hub's
-// lock, so it must be cheap, must not block, must not call the Hub, and must
-// not change the event. Events it rejects are neither buffered nor counted as
-// missed.
+// past that, events are counted as missed (see Hub). The buffer's memory
+// grows with use, up to that size.
+//
+// filter, if not nil, picks the events to deliver: it is called from Publish
+// under the hub's lock, so it must be cheap, must not block, must not call
+// the Hub or a Subscription, and must not change the event. Events it
+// rejects are neither buffered nor counted as missed.
 //
 // Subscribe on a closed hub returns a subscription that has already ended.
 // The caller must Close the subscription when done with it.
@@ -318,8 +320,8 @@ func (s *Subscription) end() {
 
 // pop takes the next event: a Missed event for a gap, else the oldest
 // buffered event. Called under s.mu.
-func (s *Subscription) pop() (Event, bool) {
-	var e Event
+func (s *Subscription) pop() (e Event, ok bool) {
+	ok = true
 	switch {
 	case s.n > 0 && s.ring[s.head].before.count > 0:
 		sl := &s.ring[s.head]
@@ -335,19 +337,19 @@ func (s *Subscription) pop() (Event, bool) {
 		e = s.gap.event()
 		s.gap = gap{}
 	default:
-		return Event{}, false
+		ok = false
 	}
 	if !s.ended {
 		if s.n > 0 || s.gap.count > 0 {
 			s.signal() // for a reader that took the value while more was left
-		} else {
+		} else if len(s.ready) > 0 {
 			select {
 			case <-s.ready: // nothing left: no stale value for select loops
 			default:
 			}
 		}
 	}
-	return e, true
+	return e, ok
 }
 
 // Next returns the next event, waiting for one if none is buffered. It
