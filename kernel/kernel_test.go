@@ -697,7 +697,13 @@ func TestInterruptStormNeverHangs(t *testing.T) {
 		var ee *ExecError
 		switch {
 		case errors.Is(r.err, ErrNoReply):
-		case errors.As(r.err, &ee) && ee.EName == "KeyboardInterrupt":
+		case errors.As(r.err, &ee):
+			// Mostly KeyboardInterrupt; but a SIGINT landing inside the
+			// interpreter's own lock handling (time.sleep, print's flush)
+			// can surface as another exception, e.g. "RuntimeError:
+			// release unlocked lock". The storm must not hang the
+			// kernel or leave it unusable; which exception it raises in
+			// the code is Python's business.
 		case errors.Is(r.err, ErrKernelDied):
 			if err := k.Restart(testCtx(t, 60*time.Second)); err != nil {
 				t.Fatalf("round %d: restart after the storm killed the kernel: %v", round, err)
