@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,7 +29,7 @@ const (
 	getValueMaxCells = 250_000
 	getValueMaxBytes = 5 << 20
 	maxVariables     = 500
-	queryTimeout     = 2 * time.Minute
+	queryTimeout     = engine.QueryTimeout
 )
 
 // Inputs.
@@ -209,13 +210,6 @@ func getValueSchema() *jsonschema.Schema {
 	return sch
 }
 
-// pyString quotes s as a Python string literal: JSON's string syntax is a
-// subset of Python's.
-func pyString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 var pyKeywords = []string{"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"}
@@ -235,106 +229,25 @@ func nameOr(n string) string {
 	return n
 }
 
-// gone refuses to start a fresh kernel behind the user's back for a tool
-// that only reads the namespace: a session whose kernel died, was stopped
-// for idleness or went with an earlier server says so, and run_code (which reports the loss) starts the
-// next one.
-func (ss *Session) gone() error {
-	ss.mu.Lock()
-	k, died, idled, restored := ss.k, ss.died, ss.idled, ss.restored
-	ss.mu.Unlock()
-	if k != nil {
-		if down, why := kernelDown(k); down {
-			return fmt.Errorf("session %q: the kernel died (%v): its variables are gone; run_code starts a fresh kernel", ss.id, why)
-		}
-		return nil
-	}
-	switch {
-	case died != nil:
-		return fmt.Errorf("session %q: the kernel died (%v): its variables are gone; run_code starts a fresh kernel", ss.id, died)
-	case idled:
-		return fmt.Errorf("session %q: the kernel was stopped after %v without running anything: its variables are gone; run_code starts a fresh kernel", ss.id, ss.srv.cfg.IdleTimeout)
-	case restored:
-		return fmt.Errorf("session %q: its history was restored after a server restart, and no kernel has run it since: its variables are gone; run_code starts a fresh kernel, rerun_code rebuilds the state", ss.id)
-	}
-	return nil
-}
-
-// pyError is an exception raised by helper code, or by the user's
-// expression inside it.
-type pyError struct{ ename, evalue string }
-
-func (e *pyError) Error() string { return e.ename + ": " + e.evalue }
-
 // query runs helper code in the session, in its turn, and returns the JSON
 // it replied with.
-func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *Session, src string, args map[string]any) (json.RawMessage, error) {
+func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, src string, args map[string]any) (json.RawMessage, error) {
 	// One deadline for the whole call: the wait for the session's turn
 	// and the query share --max-wait, so a query that got its turn late
 	// does not hold the client for another max-wait.
 	deadline := time.Now().Add(s.cfg.MaxWait)
-	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	release, err := s.eng.WaitTurn(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	limit := min(s.queryLimit(), max(time.Until(deadline), minQueryTime))
-	return s.queryHeld(ctx, ss, src, args, limit)
+	return ss.Query(ctx, src, args, limit)
 }
 
 // minQueryTime is the least time a query gets once its turn has come, even
 // when --max-wait has nearly run out waiting for it.
 const minQueryTime = 2 * time.Second
-
-// queryHeld is query for a caller that holds the session's execution right.
-// The code runs silently: no execution count, no IPython history, nothing
-// defined in the user's namespace.
-func (s *Server) queryHeld(ctx context.Context, ss *Session, src string, args map[string]any, limit time.Duration) (json.RawMessage, error) {
-	if err := ss.gone(); err != nil {
-		return nil, err
-	}
-	k, _, err := ss.kernel(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
-	}
-	if lang := ss.describe().Language; lang != "" && lang != "python" {
-		return nil, fmt.Errorf("session %q runs %s; this tool needs a Python (IPython) kernel", ss.id, lang)
-	}
-	a, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
-	code := "exec(compile(" + pyString(src) + `, "<kernel-mcp>", "exec"), {"_km_args": ` + pyString(string(a)) + `, "_km_ns": globals()})`
-	qctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	res, err := k.Execute(qctx, code, kernel.ExecuteOptions{Silent: true, NoStoreHistory: true, MaxOutputs: 100, MaxStreamBytes: 64 << 10})
-	var execErr *kernel.ExecError
-	switch {
-	case errors.Is(err, kernel.ErrKernelDied):
-		ss.markDead(k, err)
-		return nil, fmt.Errorf("session %q: %v — variables lost, history kept; the next call starts a fresh kernel", ss.id, err)
-	case errors.Is(err, kernel.ErrInterruptIgnored):
-		rerr := ss.forceRestart(context.WithoutCancel(ctx))
-		msg := fmt.Sprintf("session %q: the kernel ignored the interrupt after %v, so it was restarted: all variables were lost (history is kept)", ss.id, limit)
-		if rerr != nil {
-			msg += fmt.Sprintf("; the restart failed too (%v), the next call starts a fresh kernel", rerr)
-		}
-		return nil, errors.New(msg)
-	case errors.As(err, &execErr):
-		return nil, &pyError{ename: execErr.EName, evalue: history.PlainText(execErr.EValue)}
-	case err != nil:
-		if res != nil && res.Interrupted {
-			return nil, fmt.Errorf("session %q: stopped after %v (a query gets at most %v, and no more than --max-wait leaves it after waiting for its turn)", ss.id, limit.Round(100*time.Millisecond), queryTimeout)
-		}
-		return nil, fmt.Errorf("session %q: %v", ss.id, err)
-	}
-	for _, o := range res.Outputs {
-		if raw, ok := o.Data[resultMIME]; ok {
-			return raw, nil
-		}
-	}
-	return nil, fmt.Errorf("session %q: the kernel gave no result", ss.id)
-}
 
 // queryLimit bounds a helper's run in the kernel: queryTimeout, or less
 // when --max-wait is shorter, since no call may hold its client longer.
@@ -345,13 +258,13 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if expr == "" {
 		return errResult[GetValueOutput]("get_value needs an expression, e.g. df.head() or total")
 	}
-	ss, err := s.lookup(sessionOr(in.SessionID))
+	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[GetValueOutput]("%v", err)
 	}
 	raw, err := s.query(ctx, req, ss, pyGetValue, map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells})
 	if err != nil {
-		var pe *pyError
+		var pe *engine.PyError
 		if errors.As(err, &pe) {
 			return errResult[GetValueOutput]("the value of %s cannot be returned as JSON: %v", expr, pe)
 		}
@@ -377,13 +290,13 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err := dec.Decode(&value); err != nil {
 		return errResult[GetValueOutput]("bad value from the kernel: %v", err)
 	}
-	out := GetValueOutput{SessionID: ss.id, Expression: in.Expression, Type: v.Type, Value: value}
+	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Value: value}
 	text, _ := history.CutMiddle(string(v.Value), s.cfg.OutputLimit)
 	return textResult(fmt.Sprintf("%s (%s):\n%s", in.Expression, v.Type, text)), out, nil
 }
 
 func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, ListVariablesOutput, error) {
-	ss, err := s.lookup(sessionOr(in.SessionID))
+	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
@@ -391,7 +304,7 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
-	out := ListVariablesOutput{SessionID: ss.id}
+	out := ListVariablesOutput{SessionID: ss.ID()}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return errResult[ListVariablesOutput]("bad reply from the kernel: %v", err)
 	}
@@ -434,16 +347,16 @@ func cursorOr(code string, pos *int) (int, error) {
 // kernelFor returns the session's kernel for a request that needs no turn
 // (complete, inspect), starting one if needed.
 func (s *Server) kernelFor(ctx context.Context, id string) (*kernel.Kernel, error) {
-	ss, err := s.lookupOrCreate(sessionOr(id))
+	ss, err := s.eng.LookupOrCreate(sessionOr(id))
 	if err != nil {
 		return nil, err
 	}
-	if err := ss.gone(); err != nil {
+	if err := ss.Gone(); err != nil {
 		return nil, err
 	}
-	k, _, err := ss.kernel(ctx)
+	k, _, err := ss.Kernel(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
+		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.ID(), err)
 	}
 	return k, nil
 }
@@ -509,7 +422,7 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 }
 
 func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in SaveFigureInput) (*mcp.CallToolResult, SaveFigureOutput, error) {
-	ss, err := s.lookup(sessionOr(in.SessionID))
+	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[SaveFigureOutput]("%v", err)
 	}
@@ -517,20 +430,18 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 		return errResult[SaveFigureOutput]("index counts back from the latest image: 1 (the default) or more, not %d", in.Index)
 	}
 	want := max(in.Index, 1)
-	path, err := ss.resolvePath(in.Path, writePath)
+	path, err := ss.ResolvePath(in.Path, engine.WriteAccess)
 	if err != nil {
 		return errResult[SaveFigureOutput]("save_figure: %v", err)
 	}
 	// In its turn: a figure of a plot_data sent just before is saved, not
 	// the one before it.
-	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	release, err := s.eng.WaitTurn(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
 	if err != nil {
 		return errResult[SaveFigureOutput]("%v", err)
 	}
 	defer release()
-	ss.mu.Lock()
-	hist := slices.Clone(ss.hist)
-	ss.mu.Unlock()
+	hist := ss.History()
 	seen := 0
 	for bi := len(hist) - 1; bi >= 0; bi-- {
 		outs := hist[bi].Outputs
@@ -543,14 +454,14 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 				continue
 			}
 			if data == nil {
-				return errResult[SaveFigureOutput]("image %d back (block %d) was not kept: it was larger than the %d MB history keeps of an output", want, bi+1, historyDataLimit>>20)
+				return errResult[SaveFigureOutput]("image %d back (block %d) was not kept: it was larger than the %d MB history keeps of an output", want, bi+1, engine.HistoryDataLimit>>20)
 			}
 			// Atomic, with missing folders, 0666 less the umask: as the
 			// history exports are written.
-			if err := path.writeFile(data, 0o666); err != nil {
+			if err := path.WriteFile(data, 0o666); err != nil {
 				return errResult[SaveFigureOutput]("cannot save the figure: %v", err)
 			}
-			out := SaveFigureOutput{Path: path.abs, MIMEType: mime, Bytes: len(data), Block: bi + 1}
+			out := SaveFigureOutput{Path: path.String(), MIMEType: mime, Bytes: len(data), Block: bi + 1}
 			if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
 				out.Width, out.Height = cfg.Width, cfg.Height
 			}
@@ -562,9 +473,9 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 		}
 	}
 	if seen == 0 {
-		return errResult[SaveFigureOutput]("session %q has no figure yet: draw one with run_code (plt.show()) or plot_data first", ss.id)
+		return errResult[SaveFigureOutput]("session %q has no figure yet: draw one with run_code (plt.show()) or plot_data first", ss.ID())
 	}
-	return errResult[SaveFigureOutput]("session %q has %d image(s); index %d goes further back than that", ss.id, seen, want)
+	return errResult[SaveFigureOutput]("session %q has %d image(s); index %d goes further back than that", ss.ID(), seen, want)
 }
 
 // imageOf returns an output's image: its type and bytes. data is nil for
@@ -589,7 +500,7 @@ func imageOf(o history.Output) (mime string, data []byte, ok bool) {
 // the history), and turns a missing package into a pointer to
 // install_package.
 func (s *Server) dataRun(ctx context.Context, req *mcp.CallToolRequest, id, code string) (*mcp.CallToolResult, RunOutput, error) {
-	ss, err := s.lookupOrCreate(sessionOr(id))
+	ss, err := s.eng.LookupOrCreate(sessionOr(id))
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
@@ -657,15 +568,15 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 	// The kernel reads the file, in its sandbox; the server only checks
 	// it, through the folder it was found in.
 	var path, reader string
-	_, err := s.lookupOrCreateChecked(sessionOr(in.SessionID), func(ss *Session) error {
-		tp, err := ss.resolvePath(in.Path, readPath)
+	_, err := s.eng.LookupOrCreateChecked(sessionOr(in.SessionID), func(ss *engine.Session) error {
+		tp, err := ss.ResolvePath(in.Path, engine.ReadAccess)
 		if err != nil {
 			return fmt.Errorf("load_data: %v", err)
 		}
-		if err := tp.checkFile("load", 0); err != nil {
+		if err := tp.CheckFile("load", 0); err != nil {
 			return err
 		}
-		path = tp.abs
+		path = tp.String()
 		format := strings.ToLower(strings.TrimSpace(in.Format))
 		if format == "" {
 			format = dataFormats[strings.ToLower(filepath.Ext(path))]
@@ -683,7 +594,7 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 		return errResult[RunOutput]("%v", err)
 	}
 	code := fmt.Sprintf("import pandas as pd\n%s = %s\nprint(f\"{%s.shape[0]} rows x {%s.shape[1]} columns\")\nprint(%s.dtypes.to_string())\n%s.head()",
-		name, fmt.Sprintf(reader, pyString(path)), name, name, name, name)
+		name, fmt.Sprintf(reader, engine.PyString(path)), name, name, name, name)
 	return s.dataRun(ctx, req, in.SessionID, code)
 }
 
@@ -750,14 +661,14 @@ func (s *Server) plotData(ctx context.Context, req *mcp.CallToolRequest, in Plot
 			if f.NGroups > 8 {
 				rot = ", rot=90"
 			}
-			return fmt.Sprintf("import matplotlib.pyplot as plt\n%s.boxplot(column=%s, by=%s, grid=False%s)\nplt.show()", name, pyString(in.Y), pyString(in.X), rot)
+			return fmt.Sprintf("import matplotlib.pyplot as plt\n%s.boxplot(column=%s, by=%s, grid=False%s)\nplt.show()", name, engine.PyString(in.Y), engine.PyString(in.X), rot)
 		}
-		args := []string{"kind=" + pyString(kind)}
+		args := []string{"kind=" + engine.PyString(kind)}
 		if in.X != "" {
-			args = append(args, "x="+pyString(in.X))
+			args = append(args, "x="+engine.PyString(in.X))
 		}
 		if in.Y != "" {
-			args = append(args, "y="+pyString(in.Y))
+			args = append(args, "y="+engine.PyString(in.Y))
 		}
 		return fmt.Sprintf("import matplotlib.pyplot as plt\n%s.plot(%s)\nplt.show()", name, strings.Join(args, ", "))
 	})
@@ -782,7 +693,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 		case slices.Contains(in.X[:i], x):
 			return errResult[EstimateOLSOutput]("%q appears twice in x", x)
 		}
-		xs[i] = pyString(x)
+		xs[i] = engine.PyString(x)
 		chk.Columns = append(chk.Columns, columnUse{fmt.Sprintf("x[%d]", i), x, "number"})
 	}
 	cov := `"nonrobust"`
@@ -791,19 +702,19 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	}
 	const model = "model"
 	code := fmt.Sprintf("import statsmodels.api as sm\n%s = sm.OLS(%s[%s], sm.add_constant(%s[[%s]]), missing=\"drop\").fit(cov_type=%s)\nprint(%s.summary())",
-		model, name, pyString(in.Y), name, strings.Join(xs, ", "), cov, model)
+		model, name, engine.PyString(in.Y), name, strings.Join(xs, ", "), cov, model)
 
-	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
+	ss, err := s.eng.LookupOrCreate(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[EstimateOLSOutput]("%v", err)
 	}
-	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *run) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, EstimateOLSOutput, error) {
 		if _, err := s.checkData(ctx, ss, chk); err != nil {
 			return errResult[EstimateOLSOutput]("%v", err)
 		}
 		return s.fitOLS(ctx, r, ss, code, model)
-	}, func(v RunView, output string) EstimateOLSOutput {
-		return EstimateOLSOutput{SessionID: ss.id, Model: model, Coefficients: []Coefficient{}, RunID: v.RunID, Status: v.Status}
+	}, func(v engine.RunView, output string) EstimateOLSOutput {
+		return EstimateOLSOutput{SessionID: ss.ID(), Model: model, Coefficients: []Coefficient{}, RunID: v.RunID, Status: v.Status}
 	})
 }
 
@@ -841,7 +752,7 @@ type dataFacts struct {
 // holds the DataFrame and the columns a data tool names, before it runs
 // code that the history keeps: a misspelt name is refused with the closest
 // ones, and neither the history nor the execution count changes.
-func (s *Server) checkData(ctx context.Context, ss *Session, chk dataCheck) (dataFacts, error) {
+func (s *Server) checkData(ctx context.Context, ss *engine.Session, chk dataCheck) (dataFacts, error) {
 	var f dataFacts
 	b, err := json.Marshal(chk)
 	if err != nil {
@@ -851,9 +762,9 @@ func (s *Server) checkData(ctx context.Context, ss *Session, chk dataCheck) (dat
 	if err := json.Unmarshal(b, &args); err != nil {
 		return f, err
 	}
-	raw, err := s.queryHeld(ctx, ss, pyCheckData, args, s.queryLimit())
+	raw, err := ss.Query(ctx, pyCheckData, args, s.queryLimit())
 	if err != nil {
-		var pe *pyError
+		var pe *engine.PyError
 		if errors.As(err, &pe) {
 			return f, fmt.Errorf("%s could not check %s: %v", chk.Tool, chk.Name, pe)
 		}
@@ -874,11 +785,11 @@ func (s *Server) checkData(ctx context.Context, ss *Session, chk dataCheck) (dat
 // does: a load_data sent just before may not have created it yet, since
 // calls take their place in the session's order only in the run.
 func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, id string, chk dataCheck, code func(dataFacts) string) (*mcp.CallToolResult, RunOutput, error) {
-	ss, err := s.lookupOrCreate(sessionOr(id))
+	ss, err := s.eng.LookupOrCreate(sessionOr(id))
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
+	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, RunOutput, error) {
 		f, err := s.checkData(ctx, ss, chk)
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
@@ -897,7 +808,7 @@ func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, i
 
 // fitOLS runs estimate_ols's code in the caller's turn and reads the
 // fitted model's statistics.
-func (s *Server) fitOLS(ctx context.Context, r *run, ss *Session, code, model string) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, code, model string) (*mcp.CallToolResult, EstimateOLSOutput, error) {
 	content, run, err := s.runBlock(ctx, r, ss, code, "", s.cfg.Timeout)
 	if err != nil {
 		return errResult[EstimateOLSOutput]("%v", err)
@@ -915,11 +826,11 @@ func (s *Server) fitOLS(ctx context.Context, r *run, ss *Session, code, model st
 		}
 		return errResult[EstimateOLSOutput]("%s", strings.Join(parts, "\n"))
 	}
-	raw, err := s.queryHeld(ctx, ss, pyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
+	raw, err := ss.Query(ctx, pyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
 	if err != nil {
 		return errResult[EstimateOLSOutput]("the model was fitted (see the history) but its statistics could not be read: %v", err)
 	}
-	out := EstimateOLSOutput{SessionID: ss.id, Model: model}
+	out := EstimateOLSOutput{SessionID: ss.ID(), Model: model}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return errResult[EstimateOLSOutput]("bad reply from the kernel: %v", err)
 	}

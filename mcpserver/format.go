@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -179,7 +180,7 @@ const maxInlineImage = 5 << 20
 // result, with no session to keep images in: an image goes inline up to
 // maxInlineImage bytes. Servers use renderFor.
 func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content {
-	return renderWith(res, out, limit, nil, streamShown{})
+	return renderWith(res, out, limit, nil, engine.StreamShown{})
 }
 
 // renderWith turns an execution's outputs into MCP content and the
@@ -188,7 +189,7 @@ func render(res *kernel.ExecuteResult, out *RunOutput, limit int) []mcp.Content 
 // cut in the middle. Stream text that shown says earlier calls returned
 // (see wait_run) stays in the structured stdout and stderr but is not
 // repeated in the text.
-func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *imagePolicy, shown streamShown) []mcp.Content {
+func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *imagePolicy, shown engine.StreamShown) []mcp.Content {
 	var (
 		text    strings.Builder
 		content []mcp.Content
@@ -204,7 +205,7 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 				streams = append(streams, o.Text)
 			}
 		}
-		skip, repeated := shown.skipFor(streams)
+		skip, repeated := shown.SkipFor(streams)
 		if skip > 0 {
 			text.WriteString("[output before this point was returned by earlier calls]\n")
 		} else if repeated {

@@ -15,18 +15,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
-
-// Bounds of a session's image store: the newest images are kept, the
-// oldest dropped.
-const (
-	maxKeptImages     = 64
-	maxKeptImageBytes = 256 << 20
 )
 
 const (
@@ -58,75 +51,6 @@ func imageData(o kernel.Output, mime string) ([]byte, bool) {
 	return data, true
 }
 
-// imageStore keeps a session's image outputs in memory, numbered from 1 in
-// order of production. It keeps the last maxCount images and at most
-// maxBytes of them; numbers are never reused.
-type imageStore struct {
-	mu       sync.Mutex
-	maxCount int
-	maxBytes int64
-	last     int         // number of the last image added
-	kept     []keptImage // oldest first
-	bytes    int64       // sum of the kept images' sizes
-}
-
-type keptImage struct {
-	n    int
-	mime string
-	data []byte
-}
-
-func newImageStore() *imageStore {
-	return &imageStore{maxCount: maxKeptImages, maxBytes: maxKeptImageBytes}
-}
-
-// add keeps an image, dropping the oldest ones past the bounds, and returns
-// its number. ok is false when the image alone is larger than the store
-// may hold: it is not kept, and its number is used up.
-func (st *imageStore) add(mime string, data []byte) (n int, ok bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.last++
-	n = st.last
-	if int64(len(data)) > st.maxBytes {
-		return n, false
-	}
-	st.kept = append(st.kept, keptImage{n: n, mime: mime, data: data})
-	st.bytes += int64(len(data))
-	for len(st.kept) > st.maxCount || st.bytes > st.maxBytes {
-		st.bytes -= int64(len(st.kept[0].data))
-		st.kept[0] = keptImage{} // let the data go
-		st.kept = st.kept[1:]
-	}
-	return n, true
-}
-
-// get returns image n. When it is not kept, oldest is the number of the
-// oldest image kept (0 if none) and last the number of the newest produced.
-func (st *imageStore) get(n int) (img keptImage, oldest, last int, ok bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	for _, k := range st.kept {
-		if k.n == n {
-			return k, 0, st.last, true
-		}
-	}
-	if len(st.kept) > 0 {
-		oldest = st.kept[0].n
-	}
-	return keptImage{}, oldest, st.last, false
-}
-
-// imageStore returns the session's image store, creating it if create.
-func (ss *Session) imageStore(create bool) *imageStore {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.images == nil && create {
-		ss.images = newImageStore()
-	}
-	return ss.images
-}
-
 // imagePolicy says what a result makes of an image output.
 type imagePolicy struct {
 	// maxInline is the most bytes of base64 an image may have inline.
@@ -136,20 +60,20 @@ type imagePolicy struct {
 	// session is the id in the URIs of kept images.
 	session string
 	// store returns where images are kept; nil keeps none.
-	store func() *imageStore
+	store func() *engine.ImageStore
 }
 
 // renderFor renders a run of session ss: each image is kept in the session
 // and shown as its policy (Config.MaxInlineImage, Config.ImageLinkOnly) says.
-func (s *Server) renderFor(ss *Session, res *kernel.ExecuteResult, out *RunOutput, shown streamShown) []mcp.Content {
+func (s *Server) renderFor(ss *engine.Session, res *kernel.ExecuteResult, out *RunOutput, shown engine.StreamShown) []mcp.Content {
 	if ss == nil {
 		return renderWith(res, out, s.cfg.OutputLimit, nil, shown)
 	}
 	return renderWith(res, out, s.cfg.OutputLimit, &imagePolicy{
 		maxInline: s.cfg.MaxInlineImage,
 		linkOnly:  s.cfg.ImageLinkOnly,
-		session:   ss.id,
-		store:     func() *imageStore { return ss.imageStore(true) },
+		session:   ss.ID(),
+		store:     func() *engine.ImageStore { return ss.Images(true) },
 	}, shown)
 }
 
@@ -176,7 +100,7 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 
 	var link *mcp.ResourceLink
 	if pol.store != nil {
-		if n, kept := pol.store().add(mime, data); kept {
+		if n, kept := pol.store().Add(mime, data); kept {
 			uri = outputURI(pol.session, n)
 			size := int64(len(data))
 			link = &mcp.ResourceLink{
@@ -195,7 +119,7 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 	case pol.store == nil:
 		where = "the full image is not kept"
 	case link == nil:
-		where = fmt.Sprintf("the full image is not kept: it is larger than the %s a session keeps", humanBytes(maxKeptImageBytes))
+		where = fmt.Sprintf("the full image is not kept: it is larger than the %s a session keeps", humanBytes(engine.MaxKeptImageBytes))
 	}
 	withLink := func(c ...mcp.Content) []mcp.Content {
 		if link != nil {
@@ -498,7 +422,7 @@ func (s *Server) addImageResources() {
 		URITemplate: "session://{session_id}/outputs/{n}",
 		Name:        "session-output",
 		Title:       "Session output image",
-		Description: fmt.Sprintf("Image output n (1, 2, 3 ... in order of production) of a session, whole, as the code produced it; run results link to it. A session keeps its last %d images, at most %s.", maxKeptImages, humanBytes(maxKeptImageBytes)),
+		Description: fmt.Sprintf("Image output n (1, 2, 3 ... in order of production) of a session, whole, as the code produced it; run results link to it. A session keeps its last %d images, at most %s.", engine.MaxKeptImages, humanBytes(engine.MaxKeptImageBytes)),
 	}, s.readImageResource)
 }
 
@@ -526,15 +450,15 @@ func (s *Server) readImageResource(ctx context.Context, req *mcp.ReadResourceReq
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	ss, err := s.lookup(id)
+	ss, err := s.eng.Lookup(id)
 	if err != nil {
 		return nil, resourceNotFound(uri, "resource %s not found: %v", uri, err)
 	}
-	st := ss.imageStore(false)
+	st := ss.Images(false)
 	if st == nil {
 		return nil, resourceNotFound(uri, "resource %s not found: session %q has produced no images", uri, id)
 	}
-	img, oldest, last, ok := st.get(n)
+	img, oldest, last, ok := st.Get(n)
 	if !ok {
 		switch {
 		case n > last && last == 0:
@@ -542,16 +466,16 @@ func (s *Server) readImageResource(ctx context.Context, req *mcp.ReadResourceReq
 		case n > last:
 			return nil, resourceNotFound(uri, "resource %s not found: session %q has no output %d; its images so far are numbered 1 to %d", uri, id, n, last)
 		case oldest == 0:
-			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); none is kept now", uri, n, id, maxKeptImages, humanBytes(maxKeptImageBytes))
+			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); none is kept now", uri, n, id, engine.MaxKeptImages, humanBytes(engine.MaxKeptImageBytes))
 		default:
-			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); the oldest still kept is %d", uri, n, id, maxKeptImages, humanBytes(maxKeptImageBytes), oldest)
+			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); the oldest still kept is %d", uri, n, id, engine.MaxKeptImages, humanBytes(engine.MaxKeptImageBytes), oldest)
 		}
 	}
-	c := &mcp.ResourceContents{URI: uri, MIMEType: img.mime}
-	if img.mime == svgType {
-		c.Text = string(img.data)
+	c := &mcp.ResourceContents{URI: uri, MIMEType: img.MIME}
+	if img.MIME == svgType {
+		c.Text = string(img.Data)
 	} else {
-		c.Blob = img.data
+		c.Blob = img.Data
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
 }

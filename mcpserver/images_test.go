@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,9 +61,9 @@ func noiseJPEG(t testing.TB, w, h int) []byte {
 	return buf.Bytes()
 }
 
-func testPolicy(maxInline int) (*imagePolicy, *imageStore) {
-	st := newImageStore()
-	return &imagePolicy{maxInline: maxInline, session: "t", store: func() *imageStore { return st }}, st
+func testPolicy(maxInline int) (*imagePolicy, *engine.ImageStore) {
+	st := engine.NewImageStore()
+	return &imagePolicy{maxInline: maxInline, session: "t", store: func() *engine.ImageStore { return st }}, st
 }
 
 // contentKinds is a short form of a content list: "image,link,text".
@@ -125,9 +126,9 @@ func TestImageDownscalePNG(t *testing.T) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
 	}
-	kept, _, _, ok := st.get(1)
-	if !ok || !bytes.Equal(kept.data, full) || kept.mime != "image/png" {
-		t.Fatalf("store does not hold the full image: ok=%v %d bytes", ok, len(kept.data))
+	kept, _, _, ok := st.Get(1)
+	if !ok || !bytes.Equal(kept.Data, full) || kept.MIME != "image/png" {
+		t.Fatalf("store does not hold the full image: ok=%v %d bytes", ok, len(kept.Data))
 	}
 	t.Logf("%d bytes → %dx%d, %d bytes", len(full), cfg.Width, cfg.Height, len(img.Data))
 }
@@ -219,7 +220,7 @@ func TestImageSmallInline(t *testing.T) {
 	if !bytes.Equal(content[0].(*mcp.ImageContent).Data, small) {
 		t.Fatal("a small image is not inline as it is")
 	}
-	if _, _, _, ok := st.get(1); !ok || uri != "session://t/outputs/1" {
+	if _, _, _, ok := st.Get(1); !ok || uri != "session://t/outputs/1" {
 		t.Fatalf("a small image is not kept too: %q", uri)
 	}
 }
@@ -264,46 +265,6 @@ func TestImageLinkOnlyMode(t *testing.T) {
 	}
 }
 
-func TestImageStoreBounds(t *testing.T) {
-	st := newImageStore()
-	for i := range 65 {
-		if n, ok := st.add("image/png", []byte{byte(i)}); !ok || n != i+1 {
-			t.Fatalf("add %d: n=%d ok=%v", i, n, ok)
-		}
-	}
-	if _, oldest, last, ok := st.get(1); ok || oldest != 2 || last != 65 {
-		t.Fatalf("the 65th image must drop the 1st: ok=%v oldest=%d last=%d", ok, oldest, last)
-	}
-	for _, n := range []int{2, 65} {
-		if img, _, _, ok := st.get(n); !ok || img.data[0] != byte(n-1) {
-			t.Fatalf("image %d: ok=%v", n, ok)
-		}
-	}
-	if _, _, _, ok := st.get(66); ok {
-		t.Fatal("image 66 was never made")
-	}
-
-	// The memory bound drops the oldest too.
-	st = newImageStore()
-	st.maxBytes = 1000
-	for range 3 {
-		st.add("image/png", make([]byte, 400))
-	}
-	if _, oldest, _, ok := st.get(1); ok || oldest != 2 || st.bytes != 800 {
-		t.Fatalf("memory bound: image 1 kept=%v, oldest %d, %d bytes", ok, oldest, st.bytes)
-	}
-	// An image larger than the bound is not kept, and its number is used.
-	if n, ok := st.add("image/png", make([]byte, 1001)); ok || n != 4 {
-		t.Fatalf("oversized image: n=%d ok=%v", n, ok)
-	}
-	if n, _ := st.add("image/png", make([]byte, 10)); n != 5 {
-		t.Fatalf("next number %d, want 5", n)
-	}
-	if st.bytes > st.maxBytes {
-		t.Fatalf("%d bytes kept, over %d", st.bytes, st.maxBytes)
-	}
-}
-
 // renderWith keeps each display's image and names it in the display.
 func TestFormatDisplayResource(t *testing.T) {
 	pngData := scatterPNG(t, 64, 48, 10)
@@ -316,7 +277,7 @@ func TestFormatDisplayResource(t *testing.T) {
 	}}
 	pol, _ := testPolicy(1 << 20)
 	var out RunOutput
-	content := renderWith(res, &out, 20000, pol, streamShown{})
+	content := renderWith(res, &out, 20000, pol, engine.StreamShown{})
 	if got := contentKinds(content); got != "text,image,image" {
 		t.Fatalf("content %s", got)
 	}
@@ -338,17 +299,17 @@ func TestImageResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ss, err := srv.lookupOrCreate("pics")
+	ss, err := srv.eng.LookupOrCreate("pics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := ss.imageStore(true)
+	st := ss.Images(true)
 	pngData := scatterPNG(t, 64, 48, 10)
 	svg := `<svg xmlns="http://www.w3.org/2000/svg"/>`
-	st.add("image/png", pngData)
-	st.add(svgType, []byte(svg))
-	st.maxCount = 2
-	st.add("image/png", pngData) // drops 1
+	st.Add("image/png", pngData)
+	st.Add(svgType, []byte(svg))
+	st.SetBounds(2, engine.MaxKeptImageBytes)
+	st.Add("image/png", pngData) // drops 1
 
 	ct, stt := mcp.NewInMemoryTransports()
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,12 +44,12 @@ const maxNotebookSize = 64 << 20
 
 // readNotebook reads an nbformat 4 notebook or a py:percent script. The
 // language is the notebook's own, "" when it names none.
-func readNotebook(tp toolPath) (cells []notebookCell, language string, err error) {
-	b, err := tp.readFile("read", maxNotebookSize)
+func readNotebook(tp engine.ToolPath) (cells []notebookCell, language string, err error) {
+	b, err := tp.ReadFile("read", maxNotebookSize)
 	if err != nil {
 		return nil, "", err
 	}
-	path := tp.abs
+	path := tp.String()
 	if strings.EqualFold(filepath.Ext(path), ".ipynb") || bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
 		return parseIPynb(path, b)
 	}
@@ -286,12 +287,12 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		picked     []notebookCell
 		lo, hi     int
 	)
-	ss, err := s.lookupOrCreateChecked(sessionOr(in.SessionID), func(ss *Session) error {
-		tp, err := ss.resolvePath(in.Path, readPath)
+	ss, err := s.eng.LookupOrCreateChecked(sessionOr(in.SessionID), func(ss *engine.Session) error {
+		tp, err := ss.ResolvePath(in.Path, engine.ReadAccess)
 		if err != nil {
 			return fmt.Errorf("run_notebook needs a path: %v", err)
 		}
-		path = tp.abs
+		path = tp.String()
 		var cells []notebookCell
 		cells, lang, err = readNotebook(tp)
 		if err != nil {
@@ -307,7 +308,7 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		}
 		// A notebook of another language is refused before a session is
 		// made for it; a kernel already running is asked again below.
-		return ss.checkLanguage(lang, path)
+		return s.checkLanguage(ss, lang, path)
 	})
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
@@ -316,21 +317,21 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 	if !execute {
 		// Entering cells in the history is quick, but it takes its turn
 		// like any other change to the session.
-		release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+		release, err := s.eng.WaitTurn(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
 		defer release()
-		if err := ss.checkLanguage(lang, path); err != nil {
+		if err := s.checkLanguage(ss, lang, path); err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
 		return s.loadCells(ss, path, picked, lo, hi)
 	}
-	return runTool(s, ctx, req, ss, in.Background, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
-		if _, _, err := ss.kernel(ctx); err != nil {
-			return errResult[RunOutput]("session %q: cannot start a kernel: %v", ss.id, err)
+	return runTool(s, ctx, req, ss, in.Background, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, RunOutput, error) {
+		if _, _, err := ss.Kernel(ctx); err != nil {
+			return errResult[RunOutput]("session %q: cannot start a kernel: %v", ss.ID(), err)
 		}
-		if err := ss.checkLanguage(lang, path); err != nil {
+		if err := s.checkLanguage(ss, lang, path); err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
 		return s.limitJoined(s.runCells(ctx, r, ss, path, picked, lo, hi, timeout))
@@ -339,24 +340,22 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 
 // checkLanguage refuses a notebook written for another language than the
 // session's kernel (when both are known).
-func (ss *Session) checkLanguage(lang, path string) error {
-	have := ss.describe().Language
-	if have == "" && ss.choice.Kernel == "" && ss.srv.cfg.Kernel == "" {
+func (s *Server) checkLanguage(ss *engine.Session, lang, path string) error {
+	have := ss.Describe().Language
+	if have == "" && ss.Choice().Kernel == "" && s.cfg.Kernel == "" {
 		have = "python" // the kernel that will start is the interpreter's ipykernel
 	}
 	if lang == "" || have == "" || strings.EqualFold(lang, have) {
 		return nil
 	}
-	return fmt.Errorf("%s is a %s notebook, but session %q runs %s: create_session with a %s kernel (see list_kernels) and run it there", path, lang, ss.id, have, lang)
+	return fmt.Errorf("%s is a %s notebook, but session %q runs %s: create_session with a %s kernel (see list_kernels) and run it there", path, lang, ss.ID(), have, lang)
 }
 
 // loadCells enters cells into the history without running them. Code
 // cells keep the outputs the notebook has.
-func (s *Server) loadCells(ss *Session, path string, cells []notebookCell, lo, hi int) (*mcp.CallToolResult, RunOutput, error) {
-	ss.mu.Lock()
-	first := len(ss.hist)
-	ss.mu.Unlock()
-	gen := ss.generation()
+func (s *Server) loadCells(ss *engine.Session, path string, cells []notebookCell, lo, hi int) (*mcp.CallToolResult, RunOutput, error) {
+	first := ss.HistoryLen()
+	gen := ss.Generation()
 	now := time.Now()
 	md := 0
 	for _, c := range cells {
@@ -370,12 +369,12 @@ func (s *Server) loadCells(ss *Session, path string, cells []notebookCell, lo, h
 		if e.Outputs == nil {
 			e.Outputs = []history.Output{}
 		}
-		s.record(ss, e)
+		ss.Record(e)
 	}
 	msg := fmt.Sprintf("Loaded %d cells of %s into session %q's history without running them (code cells %d to %d, and %d text cells): blocks [%d] to [%d], 0-based %d to %d. "+
 		"run_code {\"session_id\": %q, \"start\": %d} runs them in the live kernel, rerun_code with the same start in a fresh one; save_notebook writes them back.",
-		len(cells), filepath.Base(path), ss.id, lo, hi-1, md, first+1, first+len(cells), first, first+len(cells)-1, ss.id, first)
-	return textResult(msg), RunOutput{SessionID: ss.id, Status: "ok", Displays: []Display{}, Note: msg}, nil
+		len(cells), filepath.Base(path), ss.ID(), lo, hi-1, md, first+1, first+len(cells), first, first+len(cells)-1, ss.ID(), first)
+	return textResult(msg), RunOutput{SessionID: ss.ID(), Status: "ok", Displays: []Display{}, Note: msg}, nil
 }
 
 // cellLabel names a code cell in a result: its index among the code cells
@@ -387,10 +386,10 @@ func cellLabel(code int, c notebookCell) string {
 
 // runCells runs a notebook's cells in order in the caller's turn, each code
 // cell as one history block, stopping at the first that does not succeed.
-func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string, cells []notebookCell, lo, hi int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
+func (s *Server) runCells(ctx context.Context, r *engine.Run, ss *engine.Session, path string, cells []notebookCell, lo, hi int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
 	var (
 		content []mcp.Content
-		last    = RunOutput{SessionID: ss.id, RunID: r.id, Status: "ok", Displays: []Display{}}
+		last    = RunOutput{SessionID: ss.ID(), RunID: r.ID(), Status: "ok", Displays: []Display{}}
 		blocks  []BlockSummary
 	)
 	name := filepath.Base(path)
@@ -399,16 +398,14 @@ func (s *Server) runCells(ctx context.Context, r *run, ss *Session, path string,
 	for _, c := range cells {
 		if c.Type != "code" {
 			now := time.Now()
-			s.record(ss, history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.generation(), Start: now, End: now, Outputs: []history.Output{}})
+			ss.Record(history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.Generation(), Start: now, End: now, Outputs: []history.Output{}})
 			continue
 		}
 		cc, out, err := s.runBlock(ctx, r, ss, c.Source, "notebook:"+path, timeout)
 		if err != nil {
 			return errResult[RunOutput]("running code cell %d of %s: %v", n, name, err)
 		}
-		ss.mu.Lock()
-		block := len(ss.hist)
-		ss.mu.Unlock()
+		block := ss.HistoryLen()
 		blocks = append(blocks, BlockSummary{Block: block, Status: out.Status, ExecutionCount: out.ExecutionCount, Result: out.Result, Error: out.Error})
 		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%s] %s", cellLabel(n, c), out.Status)})
 		content = append(content, cc...)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -384,6 +385,25 @@ func (s *Server) ticketOf(session string, meta mcp.Meta) (ticket, bool) {
 		return ticket{}, false
 	}
 	return ticket{session: session, n: n}, true
+}
+
+// place is a ticket as the engine's queue takes it: a caller's place in
+// line (engine.Place).
+type place struct {
+	t  *turnstile
+	tk ticket
+}
+
+func (p place) Wait(ctx context.Context) error { return p.t.wait(ctx, p.tk) }
+func (p place) Done()                          { p.t.done(p.tk) }
+
+// placeOf is the call's place in its session's line, from the ticket in its
+// _meta; nil (join at once) when it has none.
+func (s *Server) placeOf(session string, meta mcp.Meta) engine.Place {
+	if tk, ok := s.ticketOf(session, meta); ok {
+		return place{t: s.turns, tk: tk}
+	}
+	return nil
 }
 
 // OrderedHTTP wraps a streamable HTTP handler so that the queued tool calls

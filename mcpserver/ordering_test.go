@@ -27,7 +27,7 @@ func TestOrderedHTTPJoinsInArrivalOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ss, err := s.lookupOrCreate("h")
+	ss, err := s.eng.LookupOrCreate("h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,9 @@ func TestOrderedHTTPJoinsInArrivalOrder(t *testing.T) {
 		wg.Go(func() {
 			defer close(done)
 			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) // the SDK's scheduling, made worse
-			j, err := s.join(context.Background(), ss, p.Meta)
+			// Turns come in the order of the queue, so the order they
+			// come in is the order the calls joined.
+			release, err := s.eng.WaitTurn(context.Background(), ss, s.placeOf(ss.ID(), p.Meta))
 			if err != nil {
 				t.Error(err)
 				return
@@ -70,8 +72,7 @@ func TestOrderedHTTPJoinsInArrivalOrder(t *testing.T) {
 			mu.Lock()
 			joined = append(joined, p.Arguments.N)
 			mu.Unlock()
-			<-j.turn
-			ss.leave(j)
+			release()
 		})
 	})
 	h := s.OrderedHTTP(inner)

@@ -1,6 +1,10 @@
 package mcpserver
 
-import _ "embed" // the helpers' Python source
+import (
+	_ "embed" // the helpers' Python source
+
+	"github.com/kernel-mcp/kernel-mcp/engine"
+)
 
 // Python run silently in a session's kernel by get_value, list_variables,
 // estimate_ols, the checks the data tools make before they run code, and
@@ -14,7 +18,7 @@ import _ "embed" // the helpers' Python source
 
 // resultMIME is the MIME type of a helper's reply; py/prelude.py's reply()
 // publishes under the same literal (TestPythonHelpers checks it).
-const resultMIME = "application/vnd.kernel-mcp+json"
+const resultMIME = engine.ResultMIME
 
 var (
 	// pyPrelude starts every data helper: args, the user's namespace,

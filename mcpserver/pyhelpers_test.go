@@ -39,3 +39,13 @@ func TestPythonHelpers(t *testing.T) {
 	}
 	t.Logf("%s", strings.TrimSpace(string(out)))
 }
+
+func requireIPyKernel(t *testing.T) {
+	t.Helper()
+	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3 with ipykernel is needed: %v", err)
+		}
+		t.Skip("python3 with ipykernel is needed")
+	}
+}

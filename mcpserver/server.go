@@ -12,15 +12,14 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -88,7 +87,7 @@ type Config struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Sandbox, when set, runs every kernel under bubblewrap (Linux only)
-	// and confines the paths the tools read and write: see confine.go.
+	// and confines the paths the tools read and write: see engine/confine.go.
 	// Sessions without a cwd then work in StateDir/work.
 	Sandbox *kernel.SandboxOptions
 	// MultiUser says this server is one user's among several in one
@@ -98,8 +97,8 @@ type Config struct {
 	MultiUser bool
 	// SharedLimit, when set, bounds the running kernels of every server
 	// that shares it (one server per user): MaxSessions is then each
-	// server's own limit. See NewKernelLimit.
-	SharedLimit *KernelLimit
+	// server's own limit. See engine.NewKernelLimit.
+	SharedLimit *engine.KernelLimit
 }
 
 func (c *Config) setDefaults() {
@@ -126,55 +125,39 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Server is the kernel-mcp MCP server: a registry of sessions and the MCP
-// tools over it. Close shuts every kernel down.
+// Server is the kernel-mcp MCP server: the MCP tools and resources over an
+// engine's sessions. Close shuts every kernel down.
 type Server struct {
 	cfg   Config
+	eng   *engine.Engine
 	mcp   *mcp.Server
 	turns *turnstile
-	pool  *pool
 	// ticketKey is this server's secret _meta key for ordering tickets.
 	ticketKey string
 	// subscriptions counts resource subscriptions, across all clients.
 	subscriptions atomic.Int64
-	ctx           context.Context // cancelled by Close
-	cancel        context.CancelFunc
-
-	// limitMu serializes the MaxSessions check with marking the session
-	// as starting, so two starts cannot both take the last place. It is
-	// Config.SharedLimit's when servers share one.
-	limitMu *sync.Mutex
-	// idleStops counts idle-timer callbacks at work; Close waits for them.
-	idleStops sync.WaitGroup
-	// runs counts runs not yet finished; Close waits for them to record.
-	runs sync.WaitGroup
-
-	// workDir is the sessions' default working directory under the
-	// sandbox (Config.Sandbox); tempWorkDir says Close removes it.
-	workDir     string
-	tempWorkDir bool
-	// allowedPythons are the interpreters a session may name under the
-	// sandbox, fixed at start (interpreters.go).
-	allowedPythons []string
-
-	mu       sync.Mutex
-	sessions map[string]*Session
-	// unrestorable are the sessions whose history file restore could not
-	// read at all: the file is left as it is, and the id refused, so that
-	// no new session truncates it.
-	unrestorable map[string]error
-	closed       bool
+	// events follows the engine's event stream for resources and their
+	// notifications (resources.go); eventsDone is closed when it ends.
+	events     *engine.Subscription
+	eventsDone chan struct{}
+	// progress counts the goroutines sending progress notifications;
+	// Close waits for them.
+	progress sync.WaitGroup
+	// listeners are the calls waiting on each run (progress.go).
+	listenMu  sync.Mutex
+	listeners map[*engine.Run][]*attachment
 }
 
 // New builds the server and registers its tools. It starts no kernel: each
 // session's kernel starts with its first use.
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
-	if err := cfg.checkGatewayConfig(); err != nil {
+	eng, err := engine.New(cfg.engineConfig())
+	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, sessions: make(map[string]*Session), ctx: ctx, cancel: cancel, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString()}
+	s := &Server{cfg: cfg, eng: eng, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
+		listeners: map[*engine.Run][]*attachment{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions + sandboxInstructions(cfg),
 		Logger:       cfg.Logger,
@@ -189,59 +172,37 @@ func New(cfg Config) (*Server, error) {
 			return nil
 		},
 	})
-	s.limitMu = new(sync.Mutex)
-	if cfg.SharedLimit != nil {
-		s.limitMu = cfg.SharedLimit.join(s)
-	}
 	s.addTools()
 	s.addRunTools()
 	s.addDataTools()
-	if err := s.initSandbox(); err != nil {
-		cancel()
-		return nil, err
-	}
-	s.initAllowedPythons()
-	if err := s.restore(); err != nil {
-		cancel()
-		return nil, err
-	}
-	s.pool = newPool(s, cfg.PoolSize)
-	s.pool.warm(kernelChoice{})
+	s.followEvents()
 	return s, nil
+}
+
+// engineConfig is the part of the configuration the engine takes.
+func (c Config) engineConfig() engine.Config {
+	return engine.Config{
+		Python: c.Python, Kernel: c.Kernel, MaxWait: c.MaxWait, OutputLimit: c.OutputLimit,
+		InterruptGrace: c.InterruptGrace, StartTimeout: c.StartTimeout, MemoryLimit: c.MemoryLimit,
+		MaxSessions: c.MaxSessions, IdleTimeout: c.IdleTimeout, PoolSize: c.PoolSize, StateDir: c.StateDir,
+		GatewayURL: c.GatewayURL, GatewayToken: c.GatewayToken, Logger: c.Logger, Sandbox: c.Sandbox,
+		MultiUser: c.MultiUser, SharedLimit: c.SharedLimit,
+	}
 }
 
 // MCP returns the MCP server, to Run over a transport or serve over HTTP.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
+// Engine returns the session engine the tools work on.
+func (s *Server) Engine() *engine.Engine { return s.eng }
+
 // Close shuts down every session's kernel, in parallel, and waits for them
 // and for the idle timers. Calls in flight fail; histories are kept.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	sessions := make([]*Session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		sessions = append(sessions, ss)
-	}
-	s.mu.Unlock()
-	s.cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, len(sessions))
-	for i, ss := range sessions {
-		wg.Go(func() { errs[i] = ss.stopKernel() })
-	}
-	wg.Wait()
-	// Runs cut short by the kernels' shutdown record what they printed.
-	s.runs.Wait()
-	s.pool.close()
-	s.idleStops.Wait()
-	if s.tempWorkDir {
-		os.RemoveAll(s.workDir)
-	}
-	return errors.Join(errs...)
+	err := s.eng.Close()
+	<-s.eventsDone
+	s.progress.Wait()
+	return err
 }
 
 const instructions = `kernel-mcp runs code in persistent Jupyter kernel sessions, like notebook cells.

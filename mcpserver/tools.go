@@ -3,17 +3,14 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,8 +83,8 @@ type SessionSummary struct {
 	Pid          int    `json:"pid,omitempty"`
 	// Run is the run in progress, if any; QueuedRuns counts those waiting
 	// behind it.
-	Run        *RunView `json:"run,omitempty"`
-	QueuedRuns int      `json:"queued_runs"`
+	Run        *engine.RunView `json:"run,omitempty"`
+	QueuedRuns int             `json:"queued_runs"`
 	// Note says what restoring the session's history file at start-up
 	// had to leave out, and where the file as it was is kept.
 	Note string `json:"note,omitempty"`
@@ -95,39 +92,8 @@ type SessionSummary struct {
 
 // ListSessionsOutput is the structured content of list_sessions.
 type ListSessionsOutput struct {
-	Sessions []SessionSummary `json:"sessions"`
-	Pool     PoolSummary      `json:"pool"`
-}
-
-// PoolSummary describes the warm kernels kept ready for new sessions.
-type PoolSummary struct {
-	Size     int   `json:"size"`     // kernels kept ready per kind (0: the pool is off)
-	Ready    int   `json:"ready"`    // started and waiting
-	Starting int   `json:"starting"` // being started
-	Pids     []int `json:"pids"`     // of the ready ones
-}
-
-// SessionInfo is the structured content of create_session and session_status.
-type SessionInfo struct {
-	SessionID   string            `json:"session_id"`
-	State       string            `json:"state"`
-	Language    string            `json:"language,omitempty"`
-	Version     string            `json:"version,omitempty"`
-	Interpreter string            `json:"interpreter,omitempty"`
-	Kernel      string            `json:"kernel,omitempty"`
-	Pid         int               `json:"pid,omitempty"`
-	Cwd         string            `json:"cwd,omitempty"`
-	MemoryRSS   int64             `json:"memory_rss_bytes,omitempty"`
-	Packages    map[string]string `json:"packages,omitempty"`
-	History     int               `json:"history_count"`
-	// Run is the run in progress, if any; QueuedRuns counts those waiting
-	// behind it.
-	Run        *RunView `json:"run,omitempty"`
-	QueuedRuns int      `json:"queued_runs,omitempty"`
-	// Remote kernels (remote.go).
-	ConnectionFile string       `json:"connection_file,omitempty"`
-	Attached       bool         `json:"attached,omitempty"`
-	Gateway        *GatewayInfo `json:"gateway,omitempty"`
+	Sessions []SessionSummary   `json:"sessions"`
+	Pool     engine.PoolSummary `json:"pool"`
 }
 
 // MessageOutput is the structured content of tools that only report.
@@ -179,7 +145,7 @@ func ptr[T any](v T) *T { return &v }
 
 func sessionOr(id string) string {
 	if id == "" {
-		return defaultSession
+		return engine.DefaultSession
 	}
 	return id
 }
@@ -223,7 +189,7 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCo
 	if strings.TrimSpace(*in.Code) == "" {
 		return errResult[RunOutput]("code is empty: pass the code to execute")
 	}
-	ss, err := s.lookupOrCreate(id)
+	ss, err := s.eng.LookupOrCreate(id)
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
@@ -238,13 +204,13 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	}
 	var path string
 	var code []byte
-	ss, err := s.lookupOrCreateChecked(id, func(ss *Session) error {
-		tp, err := ss.resolvePath(in.Path, readPath)
+	ss, err := s.eng.LookupOrCreateChecked(id, func(ss *engine.Session) error {
+		tp, err := ss.ResolvePath(in.Path, engine.ReadAccess)
 		if err != nil {
 			return fmt.Errorf("run_file: %v", err)
 		}
-		path = tp.abs
-		code, err = tp.readFile("run", 10<<20)
+		path = tp.String()
+		code, err = tp.ReadFile("run", 10<<20)
 		return err
 	})
 	if err != nil {
@@ -253,54 +219,16 @@ func (s *Server) runFile(ctx context.Context, req *mcp.CallToolRequest, in RunFi
 	return s.execute(ctx, req, ss, string(code), "file:"+path, timeout, in.Background)
 }
 
-// readInputFile reads a file a tool was given, refusing a missing file, a
-// folder and one larger than limit bytes with an error that says which
-// (verb: what the tool would do with it).
-func readInputFile(path, verb string, limit int64) ([]byte, error) {
-	if err := checkInputFile(path, verb, limit); err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	return b, nil
-}
-
-// checkInputFile is readInputFile's check without the read: the file
-// exists, is a regular file (or a link to one), is readable, and is at
-// most limit bytes (0: any size).
-func checkInputFile(path, verb string, limit int64) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("cannot %s %s: %v", verb, path, errors.Unwrap(err))
-	}
-	if st.IsDir() {
-		return fmt.Errorf("cannot %s %s: it is a directory", verb, path)
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("cannot %s %s: it is not a regular file", verb, path)
-	}
-	if limit > 0 && st.Size() > limit {
-		return fmt.Errorf("cannot %s %s: %d bytes is more than the %d MiB a file may have", verb, path, st.Size(), limit>>20)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
-	}
-	return f.Close()
-}
-
 // execute runs code in the session as a run in its turn and renders the
 // result, or hands the run off (see runTool).
-func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration, background bool) (*mcp.CallToolResult, RunOutput, error) {
+func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, code, source string, timeout time.Duration, background bool) (*mcp.CallToolResult, RunOutput, error) {
 	return s.executeThen(ctx, req, ss, code, source, timeout, background, nil)
 }
 
 // executeThen is execute with then applied to the result inside the run, so
 // that every call that returns it (the first, or a wait_run) sees the same.
-func (s *Server) executeThen(ctx context.Context, req *mcp.CallToolRequest, ss *Session, code, source string, timeout time.Duration, background bool, then func(*mcp.CallToolResult, *RunOutput)) (*mcp.CallToolResult, RunOutput, error) {
-	return runTool(s, ctx, req, ss, background, func(ctx context.Context, r *run) (*mcp.CallToolResult, RunOutput, error) {
+func (s *Server) executeThen(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, code, source string, timeout time.Duration, background bool, then func(*mcp.CallToolResult, *RunOutput)) (*mcp.CallToolResult, RunOutput, error) {
+	return runTool(s, ctx, req, ss, background, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, RunOutput, error) {
 		content, out, err := s.runBlock(ctx, r, ss, code, source, timeout)
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
@@ -313,217 +241,36 @@ func (s *Server) executeThen(ctx context.Context, req *mcp.CallToolRequest, ss *
 	}, runHandoff(ss))
 }
 
+// runBlock runs one block as part of run r (engine.Run.RunBlock) and
+// renders it.
+func (s *Server) runBlock(ctx context.Context, r *engine.Run, ss *engine.Session, code, source string, timeout time.Duration) ([]mcp.Content, RunOutput, error) {
+	out := RunOutput{SessionID: ss.ID(), RunID: r.ID(), Displays: []Display{}}
+	b, err := r.RunBlock(ctx, code, source, timeout)
+	if err != nil {
+		return nil, out, err
+	}
+	out.Status, out.Note, out.ElapsedMS = b.Status, b.Note, b.Elapsed().Milliseconds()
+	return s.renderFor(ss, b.Result, &out, b.Shown), out, nil
+}
+
 // runHandoff is run_code's output for a call that returns before its run
 // ends.
-func runHandoff(ss *Session) func(v RunView, output string) RunOutput {
-	return func(v RunView, output string) RunOutput {
-		return RunOutput{SessionID: ss.id, RunID: v.RunID, Status: v.Status, Output: output, Displays: []Display{},
+func runHandoff(ss *engine.Session) func(v engine.RunView, output string) RunOutput {
+	return func(v engine.RunView, output string) RunOutput {
+		return RunOutput{SessionID: ss.ID(), RunID: v.RunID, Status: v.Status, Output: output, Displays: []Display{},
 			Prompt: v.Prompt, Password: v.Password, ElapsedMS: v.ElapsedMS}
 	}
 }
 
-// runBlock executes one block in a session whose execution right the caller
-// holds, records it in the history, and renders it. The session's kernel is
-// started if none runs; a death, a timeout or an ignored interrupt is
-// reported in the result, and the session stays usable. The error is for
-// failures to run at all (no kernel could be started).
-func (s *Server) runBlock(ctx context.Context, r *run, ss *Session, code, source string, timeout time.Duration) ([]mcp.Content, RunOutput, error) {
-	out := RunOutput{SessionID: ss.id, RunID: r.id, Displays: []Display{}}
-	k, _, err := ss.kernel(ctx)
-	if err != nil {
-		return nil, out, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
-	}
-	gen := ss.generation()
-	var notes []string
-	if note := ss.takeRestoreNote(); note != "" {
-		notes = append(notes, note)
-	}
-	if lost := ss.takeUnreported(); lost != nil {
-		notes = append(notes, lostNote(lost, ss.earlierBlocks()))
-	}
-
-	runCtx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	ss.mu.Lock()
-	ss.lastInterrupt = time.Time{} // the debounce is per run
-	ss.mu.Unlock()
-	start := time.Now()
-	stopProgress := r.progress()
-	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
-		OnEvent:        r.event,
-		OnInput:        r.onInput,
-		MaxStreamBytes: max(4*s.cfg.OutputLimit, 2*historyTextLimit),
-		MaxOutputs:     maxOutputs,
-	})
-	stopProgress()
-	end := time.Now()
-	out.ElapsedMS = end.Sub(start).Milliseconds()
-
-	var execErr *kernel.ExecError
-	switch {
-	case err == nil:
-		out.Status = "ok"
-	case errors.As(err, &execErr) && !res.Interrupted:
-		out.Status = "error"
-	case s.ctx.Err() != nil && (errors.Is(err, kernel.ErrKernelDied) || errors.Is(err, kernel.ErrClosed) || errors.Is(err, context.Canceled)):
-		// The server is stopping: the run is cut short, and recorded with
-		// what it printed so far.
-		out.Status = "interrupted"
-		notes = append(notes, "The server stopped during this run; its kernel was shut down.")
-		if res == nil {
-			res = &kernel.ExecuteResult{}
-		}
-		res.Error = nil
-	case errors.Is(err, kernel.ErrKernelDied):
-		out.Status = "error"
-		ss.markDead(k, err)
-		notes = append(notes, fmt.Sprintf("%v — variables lost, history kept. The next call starts a fresh kernel.", err))
-		if res == nil {
-			res = &kernel.ExecuteResult{}
-		}
-		if res.Error == nil {
-			res.Error = &kernel.ExecError{EName: "KernelDied", EValue: err.Error()}
-		}
-	case errors.Is(err, kernel.ErrNotStarted):
-		// The kernel was busy with something else (a status probe) and
-		// never took this request up before the cancellation.
-		out.Status = statusFor(runCtx, ctx)
-		notes = append(notes, "The run was stopped before the kernel started it; the kernel may still run it once it is free. The namespace was kept.")
-		if res == nil {
-			res = &kernel.ExecuteResult{}
-		}
-		res.Error = nil
-	case errors.Is(err, kernel.ErrNoReply):
-		out.Status = "interrupted"
-		if ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-			out.Status = "timeout"
-		}
-		notes = append(notes, "The kernel ended this run without a reply (an interrupt arrived while it was handling another). The namespace was kept.")
-		res.Error = nil
-	case errors.Is(err, kernel.ErrInterruptIgnored):
-		out.Status = statusFor(runCtx, ctx)
-		rerr := ss.forceRestart(context.WithoutCancel(ctx))
-		msg := fmt.Sprintf("The kernel ignored the interrupt for %v, so it was restarted: all variables were lost (history is kept).", s.cfg.InterruptGrace)
-		if rerr != nil {
-			msg = fmt.Sprintf("The kernel ignored the interrupt for %v and could not be restarted (%v); the next call starts a fresh kernel. All variables were lost (history is kept).", s.cfg.InterruptGrace, rerr)
-		}
-		notes = append(notes, runStopped(out.Status, timeout)+" "+msg)
-	case res != nil && res.Interrupted:
-		out.Status = statusFor(runCtx, ctx)
-		notes = append(notes, runStopped(out.Status, timeout)+" The namespace was kept: variables defined before the interruption still exist.")
-		res.Error = nil // the KeyboardInterrupt is ours, not the code's
-	default:
-		return nil, out, fmt.Errorf("session %q: %v", ss.id, err)
-	}
-	out.Note = strings.Join(notes, "\n")
-	content := s.renderFor(ss, res, &out, r.consumeShown())
-	s.record(ss, historyEntry(code, source, res, out, gen, start, end))
-	return content, out, nil
-}
-
-// statusFor tells a timeout (the run's own deadline) from a cancellation by
-// the client.
-func statusFor(runCtx, callCtx context.Context) string {
-	if callCtx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return "timeout"
-	}
-	return "interrupted"
-}
-
-func runStopped(status string, timeout time.Duration) string {
-	if status == "timeout" {
-		return fmt.Sprintf("Execution timed out after %v and was interrupted.", timeout)
-	}
-	return "Execution was cancelled and interrupted."
-}
-
-func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, SessionInfo, error) {
+func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, engine.SessionInfo, error) {
 	id := sessionOr(in.SessionID)
-	if err := checkSessionID(id); err != nil {
-		return errResult[SessionInfo]("%v", err)
-	}
-	if in.Kernel != "" && in.Python != "" {
-		return errResult[SessionInfo]("give kernel or python, not both")
-	}
-	choice := kernelChoice{Kernel: in.Kernel, Python: in.Python, Cwd: in.Cwd, KernelID: in.KernelID, ConnectionFile: in.ConnectionFile}
-	if err := s.checkChoice(choice); err != nil {
-		return errResult[SessionInfo]("%v", err)
-	}
-	if in.Cwd != "" && s.cfg.Sandbox != nil {
-		cwd, err := s.sandboxCwd(in.Cwd)
-		if err != nil {
-			return errResult[SessionInfo]("%v", err)
-		}
-		in.Cwd = cwd
-	} else if in.Cwd != "" {
-		st, err := os.Stat(in.Cwd)
-		if err != nil || !st.IsDir() {
-			return errResult[SessionInfo]("cwd %q is not a directory", in.Cwd)
-		}
-		// Kept absolute: the history file keeps it for a server that may
-		// start elsewhere, and paths resolved against it are shown.
-		if in.Cwd, err = filepath.Abs(in.Cwd); err != nil {
-			return errResult[SessionInfo]("cwd %q: %v", in.Cwd, err)
-		}
-	}
-	choice.Cwd = in.Cwd
-	var ss *Session
-	for ss == nil {
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			return errResult[SessionInfo]("server is shutting down")
-		}
-		old, ok := s.sessions[id]
-		if !ok {
-			ss = s.newSession(id, choice)
-			err := s.register(ss)
-			s.mu.Unlock()
-			if err != nil {
-				return errResult[SessionInfo]("%v", err)
-			}
-			break
-		}
-		s.mu.Unlock()
-		if !old.deleteQueued() {
-			return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
-		}
-		// A delete sent before this call has yet to run: wait for it,
-		// keeping this call's ticket (no meta here), so that calls sent
-		// after this one find the session this call creates.
-		release, err := s.waitTurn(ctx, old, nil)
-		if err == nil {
-			release()
-		}
-		if old.checkRegistered() == nil {
-			if err != nil {
-				return errResult[SessionInfo]("%v", err)
-			}
-			return errResult[SessionInfo]("session %q already exists; use it, or delete_session first", id)
-		}
-	}
-
-	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	ss, err := s.eng.Create(ctx, id, engine.Choice{Kernel: in.Kernel, Python: in.Python, Cwd: in.Cwd, KernelID: in.KernelID, ConnectionFile: in.ConnectionFile}, s.placeOf(id, req.Params.Meta))
 	if err != nil {
-		s.mu.Lock()
-		s.unregister(ss)
-		s.mu.Unlock()
-		return errResult[SessionInfo]("%v", err)
+		return errResult[engine.SessionInfo]("%v", err)
 	}
-	defer release()
-	if _, _, err := ss.kernel(ctx); err != nil {
-		s.mu.Lock()
-		s.unregister(ss)
-		s.mu.Unlock()
-		return errResult[SessionInfo]("session %q: cannot start a kernel: %v", id, err)
-	}
-	info := ss.describe()
+	info := ss.Describe()
 	text := fmt.Sprintf("Session %q started: %s %s (kernel %s, pid %d).", id, info.Language, info.Version, info.Kernel, info.Pid)
-	if choice.attached() || s.cfg.GatewayURL != "" {
+	if ss.Choice().Attached() || s.cfg.GatewayURL != "" {
 		text = remoteStartedText(id, info, ss)
 	}
 	return textResult(text), info, nil
@@ -533,50 +280,21 @@ func textResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
-// describe is what the session knows of itself without asking the kernel.
-func (ss *Session) describe() SessionInfo {
-	st := ss.state()
-	ss.mu.Lock()
-	info := SessionInfo{
-		SessionID: ss.id, State: st, Language: ss.info.Language, Version: ss.info.Version,
-		Interpreter: ss.info.Interpreter, Kernel: ss.info.KernelName, Cwd: ss.choice.Cwd, History: len(ss.hist),
-	}
-	if ss.k != nil {
-		info.Pid = ss.k.Pid()
-	}
-	cur := ss.current
-	ss.mu.Unlock()
-	if cur != nil {
-		v := cur.view()
-		info.Run = &v
-	}
-	info.QueuedRuns = ss.queuedRuns()
-	return info
-}
-
 func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListSessionsOutput, error) {
-	s.mu.Lock()
-	all := make([]*Session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		all = append(all, ss)
-	}
-	s.mu.Unlock()
-	slices.SortFunc(all, func(a, b *Session) int { return strings.Compare(a.id, b.id) })
+	all := s.eng.Sessions()
 	out := ListSessionsOutput{Sessions: []SessionSummary{}}
 	var text strings.Builder
 	for _, ss := range all {
-		d := ss.describe()
+		d := ss.Describe()
 		kname := d.Kernel
 		if kname == "" {
-			kname = ss.choice.Kernel
+			kname = ss.Choice().Kernel
 		}
-		row := SessionSummary{SessionID: ss.id, CreatedAt: ss.created.UTC().Format(time.RFC3339), HistoryCount: d.History, State: d.State, Kernel: kname, Run: d.Run, QueuedRuns: d.QueuedRuns}
+		row := SessionSummary{SessionID: ss.ID(), CreatedAt: ss.Created().UTC().Format(time.RFC3339), HistoryCount: d.History, State: d.State, Kernel: kname, Run: d.Run, QueuedRuns: d.QueuedRuns}
 		if d.State != "dead" && d.State != "stopped" {
 			row.Pid = d.Pid
 		}
-		ss.mu.Lock()
-		row.Note = ss.restoreNote
-		ss.mu.Unlock()
+		row.Note = ss.RestoreNote()
 		out.Sessions = append(out.Sessions, row)
 		fmt.Fprintf(&text, "%s: %s, %d history entries", row.SessionID, row.State, row.HistoryCount)
 		if row.Pid != 0 {
@@ -599,17 +317,16 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 	if len(all) == 0 {
 		text.WriteString("No sessions. run_code starts one.\n")
 	}
-	s.mu.Lock()
-	bad := make([]string, 0, len(s.unrestorable))
-	for id, err := range s.unrestorable {
+	unrestorable := s.eng.Unrestorable()
+	bad := make([]string, 0, len(unrestorable))
+	for id, err := range unrestorable {
 		bad = append(bad, fmt.Sprintf("%s (%v)", id, err))
 	}
-	s.mu.Unlock()
 	slices.Sort(bad)
 	if len(bad) > 0 {
 		fmt.Fprintf(&text, "Not restored, their files left as they are and their ids refused: %s\n", strings.Join(bad, "; "))
 	}
-	out.Pool = s.pool.summary()
+	out.Pool = s.eng.Pool()
 	if out.Pool.Size > 0 {
 		fmt.Fprintf(&text, "Warm kernels: %d ready, %d starting.", out.Pool.Ready, out.Pool.Starting)
 	}
@@ -618,39 +335,19 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 
 func (s *Server) interruptSession(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, MessageOutput, error) {
 	id := sessionOr(in.SessionID)
-	ss, err := s.lookup(id)
+	ss, err := s.eng.Lookup(id)
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	ss.mu.Lock()
-	k := ss.k
-	ss.mu.Unlock()
-	if k == nil {
-		return textResult("Nothing to interrupt: session " + id + " has no running kernel."), MessageOutput{SessionID: id, Message: "no kernel running"}, nil
+	msg, _, err := s.eng.Interrupt(ctx, ss)
+	if err != nil {
+		return errResult[MessageOutput]("%v", err)
 	}
-	// A run is in progress while it holds the execution right.
-	if ss.currentRun() == nil && k.State() != "busy" {
-		msg := "Nothing is running in session " + id + "; no interrupt was sent."
-		return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
+	out := MessageOutput{SessionID: id, Message: msg}
+	if strings.HasPrefix(msg, "Nothing to interrupt:") {
+		out.Message = "no kernel running"
 	}
-	// One interrupt per second at most: a second SIGINT landing while
-	// ipykernel handles the first makes it drop the run's reply.
-	ss.mu.Lock()
-	since := time.Since(ss.lastInterrupt)
-	recent := since < interruptDebounce
-	if !recent {
-		ss.lastInterrupt = time.Now()
-	}
-	ss.mu.Unlock()
-	if recent {
-		msg := fmt.Sprintf("An interrupt was sent %d ms ago; the run is stopping. The namespace is kept.", since.Milliseconds())
-		return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
-	}
-	if err := k.Interrupt(ctx); err != nil {
-		return errResult[MessageOutput]("session %q: interrupt failed: %v", id, err)
-	}
-	msg := "Interrupt sent; the namespace is kept."
-	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
+	return textResult(msg), out, nil
 }
 
 func (s *Server) resetSession(ctx context.Context, req *mcp.CallToolRequest, in ResetInput) (*mcp.CallToolResult, MessageOutput, error) {
@@ -665,31 +362,13 @@ func (s *Server) reset(ctx context.Context, req *mcp.CallToolRequest, id string,
 	if id == "" {
 		return errResult[MessageOutput]("session_id is required")
 	}
-	ss, err := s.lookup(id)
+	ss, err := s.eng.Lookup(id)
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	if err := ss.sharedKernelRefusal(force); err != nil {
-		return errResult[MessageOutput]("%v", err)
-	}
-	release, err := s.waitTurn(ctx, ss, req.Params.Meta)
+	msg, err := s.eng.Reset(ctx, ss, s.placeOf(id, req.Params.Meta), clearHistory, force)
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
-	}
-	defer release()
-	if err := ss.restart(ctx); err != nil {
-		return errResult[MessageOutput]("session %q: restart failed: %v", id, err)
-	}
-	msg := "Kernel restarted: the namespace is empty; history is kept."
-	if clearHistory {
-		err := s.clearHistory(ctx, ss)
-		if err != nil && !errors.Is(err, history.ErrNotDurable) {
-			return errResult[MessageOutput]("session %q: kernel restarted, but the history could not be cleared: %v", id, err)
-		}
-		msg = "Session reset: fresh kernel, empty namespace, history cleared."
-		if err != nil {
-			msg += fmt.Sprintf(" The history file was rewritten, but: %v", err)
-		}
 	}
 	return textResult(msg), MessageOutput{SessionID: id, Message: msg}, nil
 }
@@ -698,31 +377,16 @@ func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in
 	if in.SessionID == "" {
 		return errResult[MessageOutput]("session_id is required")
 	}
-	ss, err := s.lookup(in.SessionID)
+	ss, err := s.eng.Lookup(in.SessionID)
 	if err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	// The delete takes its turn: runs queued before it finish first, and
-	// calls queued after it find the session gone.
-	j := newJob()
-	j.deletes = true
-	release, err := s.waitTurnAs(ctx, ss, req.Params.Meta, j)
-	if err != nil {
+	if err := s.eng.Delete(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta)); err != nil {
 		return errResult[MessageOutput]("%v", err)
 	}
-	defer release()
-	s.mu.Lock()
-	s.unregister(ss)
-	s.mu.Unlock()
-	if err := ss.stopKernel(); err != nil {
-		return errResult[MessageOutput]("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
-	}
-	msg := fmt.Sprintf("Session %q deleted.", ss.id)
-	return textResult(msg), MessageOutput{SessionID: ss.id, Message: msg}, nil
+	msg := fmt.Sprintf("Session %q deleted.", ss.ID())
+	return textResult(msg), MessageOutput{SessionID: ss.ID(), Message: msg}, nil
 }
-
-// interruptDebounce is the least time between two interrupts of a session.
-const interruptDebounce = time.Second
 
 // requirementRE accepts a pip requirement: a name, optional extras, optional
 // version constraints. Nothing that pip could take as an option, a path or
@@ -752,70 +416,30 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 	if err := s.sandboxInstallError(); err != nil {
 		return errResult[InstallOutput]("%v", err)
 	}
-	ss, err := s.lookupOrCreate(sessionOr(in.SessionID))
+	ss, err := s.eng.LookupOrCreate(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[InstallOutput]("%v", err)
 	}
-	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *run) (*mcp.CallToolResult, InstallOutput, error) {
+	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, InstallOutput, error) {
 		return s.pipInstall(ctx, ss, name)
-	}, func(v RunView, output string) InstallOutput {
-		return InstallOutput{SessionID: ss.id, PackageName: name, ExitCode: -1, Output: output, RunID: v.RunID, Status: v.Status}
+	}, func(v engine.RunView, output string) InstallOutput {
+		return InstallOutput{SessionID: ss.ID(), PackageName: name, ExitCode: -1, Output: output, RunID: v.RunID, Status: v.Status}
 	})
 }
 
 // pipInstall runs pip in the session's kernel, in the caller's turn.
-func (s *Server) pipInstall(ctx context.Context, ss *Session, name string) (*mcp.CallToolResult, InstallOutput, error) {
-	k, _, err := ss.kernel(ctx)
+func (s *Server) pipInstall(ctx context.Context, ss *engine.Session, name string) (*mcp.CallToolResult, InstallOutput, error) {
+	inst, err := ss.Install(ctx, name)
 	if err != nil {
-		return errResult[InstallOutput]("session %q: cannot start a kernel: %v", ss.id, err)
+		return errResult[InstallOutput]("%v", err)
 	}
-	// pip runs in the kernel's own interpreter, as a subprocess with an
-	// argument list: no shell sees the name.
-	ecExpr := "_kmcp_r.returncode"
-	code := fmt.Sprintf(`import subprocess as _kmcp_sp, sys as _kmcp_sys, importlib as _kmcp_il
-_kmcp_r = _kmcp_sp.run([_kmcp_sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", %q], capture_output=True, text=True)
-print(_kmcp_r.stdout, end="")
-print(_kmcp_r.stderr, end="", file=_kmcp_sys.stderr)
-_kmcp_il.invalidate_caches()
-`, name)
-	if pipViaMagic(k) {
-		code, ecExpr = pipMagic(name), "_exit_code"
-	}
-	res, err := k.Execute(ctx, code, kernel.ExecuteOptions{Silent: true, UserExpressions: map[string]string{"ec": ecExpr}})
-	if err != nil && !errors.As(err, new(*kernel.ExecError)) {
-		if errors.Is(err, kernel.ErrKernelDied) {
-			ss.markDead(k, err)
-		}
-		return errResult[InstallOutput]("session %q: pip did not finish: %v", ss.id, err)
-	}
-	out := InstallOutput{SessionID: ss.id, PackageName: name, ExitCode: -1}
-	if ec, ok := res.UserExpressions["ec"]; ok {
-		var v struct {
-			Status string            `json:"status"`
-			Data   map[string]string `json:"data"`
-		}
-		if json.Unmarshal(ec, &v) == nil && v.Status == "ok" {
-			fmt.Sscan(v.Data["text/plain"], &out.ExitCode)
-		}
-	}
-	out.Output, _ = history.CutMiddle(history.PlainText(streamText(res, "")), s.cfg.OutputLimit)
+	out := InstallOutput{SessionID: ss.ID(), PackageName: name, ExitCode: inst.ExitCode, Output: inst.Output}
 	if out.ExitCode != 0 {
 		r := textResult(fmt.Sprintf("pip install %s failed (exit code %d):\n%s%s", name, out.ExitCode, out.Output, s.sandboxInstallNote()))
 		r.IsError = true
 		return r, out, nil
 	}
-	return textResult(fmt.Sprintf("Installed %s into %s's interpreter.\n%s", name, ss.id, lastLinesOf(out.Output, 3))), out, nil
-}
-
-// streamText joins the stream outputs of one name ("" for all).
-func streamText(res *kernel.ExecuteResult, name string) string {
-	var b strings.Builder
-	for _, o := range res.Outputs {
-		if o.Type == kernel.OutputStream && (name == "" || o.Name == name) {
-			b.WriteString(o.Text)
-		}
-	}
-	return b.String()
+	return textResult(fmt.Sprintf("Installed %s into %s's interpreter.\n%s", name, ss.ID(), lastLinesOf(out.Output, 3))), out, nil
 }
 
 func lastLinesOf(s string, n int) string {
@@ -826,21 +450,19 @@ func lastLinesOf(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, SessionInfo, error) {
+func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, engine.SessionInfo, error) {
 	id := sessionOr(in.SessionID)
-	ss, err := s.lookup(id)
+	ss, err := s.eng.Lookup(id)
 	if err != nil {
-		return errResult[SessionInfo]("%v", err)
+		return errResult[engine.SessionInfo]("%v", err)
 	}
-	info := ss.describe()
+	info := ss.Describe()
 	note := ""
-	ss.mu.Lock()
-	k, restored, restoreNote := ss.k, ss.restored, ss.restoreNote
-	ss.mu.Unlock()
+	k, restored, restoreNote := ss.RunningKernel(), ss.Restored(), ss.RestoreNote()
 	switch {
 	case k == nil && info.State == "stopped" && restored:
 		note = "The history was restored after a server restart, and no kernel has run it: the next run_code starts a fresh one (earlier variables are gone), rerun_code rebuilds them."
-	case k == nil && info.State == "stopped" && ss.wasIdled():
+	case k == nil && info.State == "stopped" && ss.WasIdled():
 		note = "The kernel was stopped after being idle; the next run_code starts a fresh one (earlier variables are gone, history is kept)."
 	case k == nil:
 		note = "No kernel runs in this session yet; the next run_code starts one."
@@ -858,7 +480,7 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 			RSS        int64             `json:"rss"`
 			Packages   map[string]string `json:"packages"`
 		}
-		if err == nil && json.Unmarshal([]byte(streamText(res, "stdout")), &st) == nil {
+		if err == nil && json.Unmarshal([]byte(engine.StreamText(res, "stdout")), &st) == nil {
 			info.Interpreter, info.Version, info.Cwd, info.MemoryRSS, info.Packages = st.Executable, st.Version, st.Cwd, st.RSS, st.Packages
 		} else {
 			note = "The kernel did not answer the status probe; details that need the kernel are left out."
@@ -939,7 +561,7 @@ func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ st
 	ropts := kernelspec.ResolveOptions{Python: s.cfg.Python}
 	if s.cfg.Sandbox != nil {
 		// Listing an interpreter runs it, outside the sandbox.
-		ropts.Allow = func(p string) bool { return slices.Contains(s.allowedPythons, p) }
+		ropts.Allow = s.eng.PythonAllowed
 	}
 	for _, in := range kernelspec.Interpreters(ctx, ropts) {
 		out.Interpreters = append(out.Interpreters, InterpreterInfo{Path: in.Path, Version: in.Version, IPyKernel: in.IPyKernel, Source: in.Source})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 )
 
@@ -34,7 +35,7 @@ func newServers(users []user, cfg config, base mcpserver.Config) (*servers, erro
 		return &servers{list: []*mcpserver.Server{srv}}, nil
 	}
 	s := &servers{users: users}
-	total := mcpserver.NewKernelLimit(base.MaxSessions)
+	total := engine.NewKernelLimit(base.MaxSessions)
 	for _, u := range users {
 		c := base
 		c.SharedLimit = total

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 )
 
-const defaultSession = "default"
+// DefaultSession is the session of calls that name none.
+const DefaultSession = "default"
 
 // validSessionID keeps ids usable as file names and URI segments: no
 // slashes, no "..", nothing a path could be built from.
@@ -29,9 +30,9 @@ func checkSessionID(id string) error {
 	return nil
 }
 
-// kernelChoice is what a session runs: a kernelspec name, an interpreter, a
+// Choice is what a session runs: a kernelspec name, an interpreter, a
 // working directory. Empty fields fall back to the server's configuration.
-type kernelChoice struct {
+type Choice struct {
 	Kernel string
 	Python string
 	Cwd    string
@@ -45,9 +46,9 @@ type kernelChoice struct {
 // a time; the kernel starts on first use and is started afresh after it dies.
 type Session struct {
 	id      string
-	srv     *Server
+	eng     *Engine
 	created time.Time
-	choice  kernelChoice
+	choice  Choice
 
 	startMu sync.Mutex // serializes kernel starts
 
@@ -57,13 +58,13 @@ type Session struct {
 	queue []*job
 	// runs are the session's runs, oldest first: the unfinished ones and
 	// the last keepRuns finished (runs.go). current is the one executing.
-	runs     []*run
+	runs     []*Run
 	runSeq   int
-	current  *run
+	current  *Run
 	deleted  bool // delete_session took the session out of the registry
 	k        *kernel.Kernel
 	starting bool
-	info     kernelInfo
+	info     KernelInfo
 	died     error // how the last kernel died, until a new one starts
 	// lastInterrupt is when interrupt_session last sent an interrupt.
 	lastInterrupt time.Time
@@ -89,23 +90,23 @@ type Session struct {
 	restoreNoteShown bool // a run's result carried restoreNote
 	// images keeps the session's image outputs, served as
 	// session://{id}/outputs/{n} (images.go); nil until the first image.
-	images *imageStore
+	images *ImageStore
 }
 
-// kernelInfo is what a session knows of its kernel once started.
-type kernelInfo struct {
+// KernelInfo is what a session knows of its kernel once started.
+type KernelInfo struct {
 	Language    string
 	Version     string
 	Interpreter string
 	KernelName  string
 }
 
-func (s *Server) newSession(id string, choice kernelChoice) *Session {
-	return &Session{id: id, srv: s, created: time.Now(), choice: choice}
+func (s *Engine) newSession(id string, choice Choice) *Session {
+	return &Session{id: id, eng: s, created: time.Now(), choice: choice}
 }
 
 // lookup returns the session, or an error naming the sessions that exist.
-func (s *Server) lookup(id string) (*Session, error) {
+func (s *Engine) Lookup(id string) (*Session, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, err
 	}
@@ -127,8 +128,8 @@ func (s *Server) lookup(id string) (*Session, error) {
 
 // lookupOrCreate returns the session, creating it with the server's defaults
 // if it does not exist.
-func (s *Server) lookupOrCreate(id string) (*Session, error) {
-	return s.lookupOrCreateChecked(id, nil)
+func (s *Engine) LookupOrCreate(id string) (*Session, error) {
+	return s.LookupOrCreateChecked(id, nil)
 }
 
 // lookupOrCreateChecked is lookupOrCreate for a call whose input must be
@@ -137,7 +138,7 @@ func (s *Server) lookupOrCreate(id string) (*Session, error) {
 // or on the one that would be created, before anything is created, so a
 // call with bad input leaves no session and no history file behind. check
 // may run a second time when another call created the session meanwhile.
-func (s *Server) lookupOrCreateChecked(id string, check func(*Session) error) (*Session, error) {
+func (s *Engine) LookupOrCreateChecked(id string, check func(*Session) error) (*Session, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func (s *Server) lookupOrCreateChecked(id string, check func(*Session) error) (*
 	s.mu.Unlock()
 	fresh := ss == nil
 	if fresh {
-		ss = s.newSession(id, kernelChoice{})
+		ss = s.newSession(id, Choice{})
 	}
 	checked := ss
 	if check != nil {
@@ -164,7 +165,7 @@ func (s *Server) lookupOrCreateChecked(id string, check func(*Session) error) (*
 		if !fresh {
 			// Deleted meanwhile: it is created afresh, as by a call that
 			// came after the delete.
-			ss = s.newSession(id, kernelChoice{})
+			ss = s.newSession(id, Choice{})
 		}
 		if err := s.register(ss); err != nil {
 			s.mu.Unlock()
@@ -192,17 +193,17 @@ func (ss *Session) stopIdleTimer() {
 }
 
 // armIdleTimer (re)starts the idle timer if the server has an idle timeout
-// and a kernel runs. Close disarms every timer after cancelling srv.ctx, so
+// and a kernel runs. Close disarms every timer after cancelling the engine's context, so
 // none is armed once the server is closing.
 func (ss *Session) armIdleTimer() {
-	d := ss.srv.cfg.IdleTimeout
+	d := ss.eng.cfg.IdleTimeout
 	if d <= 0 {
 		return
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.stopIdleTimer()
-	if ss.k == nil || ss.srv.ctx.Err() != nil {
+	if ss.k == nil || ss.eng.ctx.Err() != nil {
 		return
 	}
 	gen := ss.idleGen
@@ -213,7 +214,7 @@ func (ss *Session) armIdleTimer() {
 // The session and its history stay; its state reads "stopped" and the next
 // run starts a fresh kernel and says why.
 func (ss *Session) idleExpired(gen int) {
-	s := ss.srv
+	s := ss.eng
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -242,7 +243,7 @@ func (ss *Session) idleExpired(gen int) {
 }
 
 // wasIdled reports whether the idle timeout stopped the last kernel.
-func (ss *Session) wasIdled() bool {
+func (ss *Session) WasIdled() bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.idled
@@ -253,7 +254,7 @@ func (ss *Session) wasIdled() bool {
 var errServerRestarted = errors.New("the server restarted since this session last ran")
 
 // takeUnreported returns, once, why the running kernel is new.
-func (ss *Session) takeUnreported() error {
+func (ss *Session) TakeUnreported() error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	lost := ss.unreported
@@ -262,7 +263,7 @@ func (ss *Session) takeUnreported() error {
 }
 
 // earlierBlocks is the number of code blocks in the history.
-func (ss *Session) earlierBlocks() int {
+func (ss *Session) EarlierBlocks() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	n := 0
@@ -307,7 +308,7 @@ func (e *errIdleStopped) Error() string {
 }
 
 // state is one of starting, idle, busy, dead, stopped.
-func (ss *Session) state() string {
+func (ss *Session) State() string {
 	ss.mu.Lock()
 	k, starting, died := ss.k, ss.starting, ss.died
 	ss.mu.Unlock()
@@ -332,7 +333,7 @@ func (ss *Session) state() string {
 // kernel returns the live kernel, starting one if there is none or the last
 // one died. started reports whether a new kernel was started, and lost is
 // the death of the previous one, if that is why.
-func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, err error) {
+func (ss *Session) Kernel(ctx context.Context) (k *kernel.Kernel, lost error, err error) {
 	ss.startMu.Lock()
 	defer ss.startMu.Unlock()
 	ss.mu.Lock()
@@ -343,42 +344,42 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 		if !down {
 			return k, nil, nil
 		}
-		ss.markDead(k, why)
+		ss.MarkDead(k, why)
 	}
 	// A call queued behind delete_session must not start a kernel that no
 	// registry entry, limit or shutdown would ever see.
-	if err := ss.checkRegistered(); err != nil {
+	if err := ss.CheckRegistered(); err != nil {
 		return nil, nil, err
 	}
 	// The limit check and marking this session as starting happen under
 	// limitMu, so two sessions cannot both take the last place.
-	ss.srv.limitMu.Lock()
-	if err := ss.srv.checkKernelLimit(ss); err != nil {
-		ss.srv.limitMu.Unlock()
+	ss.eng.limitMu.Lock()
+	if err := ss.eng.checkKernelLimit(ss); err != nil {
+		ss.eng.limitMu.Unlock()
 		return nil, nil, err
 	}
 	ss.mu.Lock()
 	lost = ss.died
 	if lost == nil && ss.idled {
-		lost = &errIdleStopped{after: ss.srv.cfg.IdleTimeout}
+		lost = &errIdleStopped{after: ss.eng.cfg.IdleTimeout}
 	}
 	if lost == nil && ss.restored {
 		lost = errServerRestarted
 	}
 	ss.starting = true
 	ss.mu.Unlock()
-	ss.srv.limitMu.Unlock()
+	ss.eng.limitMu.Unlock()
 	defer func() {
 		ss.mu.Lock()
 		ss.starting = false
 		ss.mu.Unlock()
 	}()
-	k, info, err := ss.srv.startKernel(ctx, ss.choice)
+	k, info, err := ss.eng.startKernel(ctx, ss.choice)
 	if err != nil {
 		return nil, lost, err
 	}
 	ss.mu.Lock()
-	if ss.srv.ctx.Err() != nil || ss.deleted {
+	if ss.eng.ctx.Err() != nil || ss.deleted {
 		deleted := ss.deleted
 		ss.mu.Unlock()
 		k.Close()
@@ -396,7 +397,7 @@ func (ss *Session) kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 
 // checkRegistered fails when the session was deleted after the caller
 // found it.
-func (ss *Session) checkRegistered() error {
+func (ss *Session) CheckRegistered() error {
 	ss.mu.Lock()
 	deleted := ss.deleted
 	ss.mu.Unlock()
@@ -412,7 +413,7 @@ func (ss *Session) errDeleted() error {
 
 // checkKernelLimit fails when starting a kernel for self would run more
 // kernels than Config.MaxSessions allows. Call with s.limitMu held.
-func (s *Server) checkKernelLimit(self *Session) error {
+func (s *Engine) checkKernelLimit(self *Session) error {
 	if err := s.cfg.SharedLimit.check(s, self); err != nil {
 		return err
 	}
@@ -480,7 +481,7 @@ func kernelDown(k *kernel.Kernel) (bool, error) {
 }
 
 // generation is the number of the kernel process now running.
-func (ss *Session) generation() int {
+func (ss *Session) Generation() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.gen
@@ -490,7 +491,7 @@ func (ss *Session) generation() int {
 // died for list_sessions and the next call. A call that died because the
 // kernel was restarted under it leaves the kernel alone: k already runs
 // the new process (or reports the failed restart itself).
-func (ss *Session) markDead(k *kernel.Kernel, why error) {
+func (ss *Session) MarkDead(k *kernel.Kernel, why error) {
 	if de := (*kernel.DiedError)(nil); errors.As(why, &de) && de.Restarted {
 		return
 	}
@@ -504,7 +505,7 @@ func (ss *Session) markDead(k *kernel.Kernel, why error) {
 }
 
 // stopKernel shuts the kernel down, if one runs, and disarms the idle timer.
-func (ss *Session) stopKernel() error {
+func (ss *Session) StopKernel() error {
 	ss.mu.Lock()
 	k := ss.k
 	ss.k = nil
@@ -518,11 +519,11 @@ func (ss *Session) stopKernel() error {
 
 // restart gives the session a fresh kernel process, starting one if none
 // runs.
-func (ss *Session) restart(ctx context.Context) error { return ss.restartKernel(ctx, false) }
+func (ss *Session) Restart(ctx context.Context) error { return ss.restartKernel(ctx, false) }
 
 // forceRestart is restart for a kernel that ignored an interrupt: the old
 // process is killed at once instead of being asked to shut down.
-func (ss *Session) forceRestart(ctx context.Context) error { return ss.restartKernel(ctx, true) }
+func (ss *Session) ForceRestart(ctx context.Context) error { return ss.restartKernel(ctx, true) }
 
 func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 	ss.mu.Lock()
@@ -531,17 +532,17 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 	if k != nil {
 		// A warm kernel from the pool is a restart in milliseconds: the
 		// session gets a fresh process and namespace either way.
-		if w, ok, _ := ss.srv.pool.take(ctx, ss.choice, false); ok {
+		if w, ok, _ := ss.eng.pool.take(ctx, ss.choice, false); ok {
 			ss.mu.Lock()
 			if ss.k == k {
 				ss.k, ss.info, ss.died, ss.idled, ss.unreported = w.k, w.info, nil, false, nil
 				ss.gen++
 				ss.mu.Unlock()
-				ss.srv.pool.retire(k, force)
+				ss.eng.pool.retire(k, force)
 				return nil
 			}
 			ss.mu.Unlock()
-			ss.srv.pool.retire(w.k, false)
+			ss.eng.pool.retire(w.k, false)
 		}
 		restart := k.Restart
 		if force {
@@ -554,22 +555,22 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 			ss.mu.Unlock()
 			return nil
 		}
-		ss.markDead(k, nil)
+		ss.MarkDead(k, nil)
 	}
-	_, _, err := ss.kernel(ctx)
+	_, _, err := ss.Kernel(ctx)
 	if err == nil {
 		// Asked for: no run needs to say the kernel is new.
-		ss.takeUnreported()
+		ss.TakeUnreported()
 	}
 	return err
 }
 
 // startKernel gives a session a kernel: a warm one from the pool when one
 // is ready or starting, else a cold start.
-func (s *Server) startKernel(ctx context.Context, c kernelChoice) (*kernel.Kernel, kernelInfo, error) {
+func (s *Engine) startKernel(ctx context.Context, c Choice) (*kernel.Kernel, KernelInfo, error) {
 	w, ok, err := s.pool.take(ctx, c, true)
 	if err != nil {
-		return nil, kernelInfo{}, err
+		return nil, KernelInfo{}, err
 	}
 	if ok {
 		return w.k, w.info, nil
@@ -580,17 +581,17 @@ func (s *Server) startKernel(ctx context.Context, c kernelChoice) (*kernel.Kerne
 }
 
 // coldStart resolves what to run and starts it.
-func (s *Server) coldStart(ctx context.Context, c kernelChoice) (*kernel.Kernel, kernelInfo, error) {
+func (s *Engine) coldStart(ctx context.Context, c Choice) (*kernel.Kernel, KernelInfo, error) {
 	if k, info, ok, err := s.remoteStart(ctx, c); ok {
 		return k, info, err
 	}
 	spec, interp, err := s.resolve(ctx, c)
 	if err != nil {
-		return nil, kernelInfo{}, err
+		return nil, KernelInfo{}, err
 	}
 	dir, err := s.kernelDir(c)
 	if err != nil {
-		return nil, kernelInfo{}, err
+		return nil, KernelInfo{}, err
 	}
 	opts := kernel.Options{
 		Spec:           spec,
@@ -607,9 +608,9 @@ func (s *Server) coldStart(ctx context.Context, c kernelChoice) (*kernel.Kernel,
 	}
 	k, err := kernel.Start(ctx, opts)
 	if err != nil {
-		return nil, kernelInfo{}, err
+		return nil, KernelInfo{}, err
 	}
-	info := kernelInfo{Interpreter: interp, KernelName: spec.Name}
+	info := KernelInfo{Interpreter: interp, KernelName: spec.Name}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if ki, err := k.KernelInfo(ictx); err == nil {
@@ -621,7 +622,7 @@ func (s *Server) coldStart(ctx context.Context, c kernelChoice) (*kernel.Kernel,
 
 // resolve picks the kernelspec for a choice, falling back to the server's
 // configuration. A missing ipykernel is a one-line error with the fix.
-func (s *Server) resolve(ctx context.Context, c kernelChoice) (kernelspec.Spec, string, error) {
+func (s *Engine) resolve(ctx context.Context, c Choice) (kernelspec.Spec, string, error) {
 	opts := kernelspec.ResolveOptions{Kernel: c.Kernel, Python: c.Python}
 	if c.Kernel == "" && c.Python == "" {
 		opts.Kernel, opts.Python = s.cfg.Kernel, s.cfg.Python
@@ -648,22 +649,43 @@ func (s *Server) resolve(ctx context.Context, c kernelChoice) (kernelspec.Spec, 
 
 // resolvePath makes p absolute against the session's working directory.
 // Under the sandbox it must also stay there (or, to read, in an allowed
-// path): see confine; the toolPath it returns then does its I/O through
+// path): see confine; the ToolPath it returns then does its I/O through
 // the folder the check found it in.
-func (ss *Session) resolvePath(p string, access pathAccess) (toolPath, error) {
+func (ss *Session) ResolvePath(p string, access Access) (ToolPath, error) {
 	if p == "" {
-		return toolPath{}, errors.New("path is empty")
+		return ToolPath{}, errors.New("path is empty")
 	}
 	base, err := ss.cwd()
 	if err != nil {
-		return toolPath{}, err
+		return ToolPath{}, err
 	}
 	abs := filepath.Join(base, p)
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
 	}
-	if ss.srv.cfg.Sandbox != nil {
+	if ss.eng.cfg.Sandbox != nil {
 		return ss.confine(abs, base, access)
 	}
-	return toolPath{abs: abs}, nil
+	return ToolPath{abs: abs}, nil
+}
+
+// Describe is what the session knows of itself without asking the kernel.
+func (ss *Session) Describe() SessionInfo {
+	st := ss.State()
+	ss.mu.Lock()
+	info := SessionInfo{
+		SessionID: ss.id, State: st, Language: ss.info.Language, Version: ss.info.Version,
+		Interpreter: ss.info.Interpreter, Kernel: ss.info.KernelName, Cwd: ss.choice.Cwd, History: len(ss.hist),
+	}
+	if ss.k != nil {
+		info.Pid = ss.k.Pid()
+	}
+	cur := ss.current
+	ss.mu.Unlock()
+	if cur != nil {
+		v := cur.View()
+		info.Run = &v
+	}
+	info.QueuedRuns = ss.QueuedRuns()
+	return info
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 // openNonblock: Windows has no fifo that an open waits on.
 const openNonblock = 0

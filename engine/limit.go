@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 type KernelLimit struct {
 	max     int
 	mu      sync.Mutex
-	servers []*Server
+	servers []*Engine
 }
 
 // NewKernelLimit returns a limit of max running kernels (starting or
@@ -22,7 +22,7 @@ type KernelLimit struct {
 func NewKernelLimit(max int) *KernelLimit { return &KernelLimit{max: max} }
 
 // join adds a server and returns the lock it must take to check the limit.
-func (l *KernelLimit) join(s *Server) *sync.Mutex {
+func (l *KernelLimit) join(s *Engine) *sync.Mutex {
 	l.mu.Lock()
 	l.servers = append(l.servers, s)
 	l.mu.Unlock()
@@ -32,7 +32,7 @@ func (l *KernelLimit) join(s *Server) *sync.Mutex {
 // check fails when one more kernel, for self in s, would exceed the shared
 // limit. It names only s's own sessions: other users' session names are
 // theirs. Call with l.mu held (it is s.limitMu).
-func (l *KernelLimit) check(s *Server, self *Session) error {
+func (l *KernelLimit) check(s *Engine, self *Session) error {
 	if l == nil || l.max <= 0 {
 		return nil
 	}

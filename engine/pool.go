@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // pool keeps Config.PoolSize kernels started and idle for each kind of
 // kernel sessions ask for, so that a new session, or a session whose kernel
 // is reset or died, gets a kernel in milliseconds instead of the second a
-// cold ipykernel start takes. A kind is a kernelChoice: kernelspec,
+// cold ipykernel start takes. A kind is a Choice: kernelspec,
 // interpreter and working directory.
 //
 // The server's default kind is warmed when the server starts; any other kind
@@ -20,11 +20,11 @@ import (
 // and are not sessions: they do not count towards MaxSessions and are not
 // listed. Close shuts them all down and waits for starts under way.
 type pool struct {
-	srv  *Server
+	srv  *Engine
 	size int
 
 	mu      sync.Mutex
-	kinds   map[kernelChoice]*poolKind
+	kinds   map[Choice]*poolKind
 	closed  bool
 	filling sync.WaitGroup
 }
@@ -44,20 +44,20 @@ type poolKind struct {
 
 type warmKernel struct {
 	k    *kernel.Kernel
-	info kernelInfo
+	info KernelInfo
 }
 
 // maxPoolKinds bounds how many kinds are kept warm: the least recently used
 // kind beyond it gives its kernels up.
 const maxPoolKinds = 4
 
-func newPool(s *Server, size int) *pool {
-	return &pool{srv: s, size: size, kinds: map[kernelChoice]*poolKind{}}
+func newPool(s *Engine, size int) *pool {
+	return &pool{srv: s, size: size, kinds: map[Choice]*poolKind{}}
 }
 
 // warm starts filling the pool for a kind.
-func (p *pool) warm(c kernelChoice) {
-	if p == nil || p.size <= 0 || c.attached() {
+func (p *pool) warm(c Choice) {
+	if p == nil || p.size <= 0 || c.Attached() {
 		return
 	}
 	p.mu.Lock()
@@ -65,7 +65,7 @@ func (p *pool) warm(c kernelChoice) {
 	p.fillLocked(c, p.kindLocked(c))
 }
 
-func (p *pool) kindLocked(c kernelChoice) *poolKind {
+func (p *pool) kindLocked(c Choice) *poolKind {
 	pk := p.kinds[c]
 	if pk == nil {
 		pk = &poolKind{changed: make(chan struct{}), lastUsed: time.Now()}
@@ -78,7 +78,7 @@ func (p *pool) kindLocked(c kernelChoice) *poolKind {
 // evictLocked gives up the least recently used kinds beyond maxPoolKinds.
 func (p *pool) evictLocked() {
 	for len(p.kinds) > maxPoolKinds {
-		var oldest kernelChoice
+		var oldest Choice
 		var at time.Time
 		for c, pk := range p.kinds {
 			if at.IsZero() || pk.lastUsed.Before(at) {
@@ -93,7 +93,7 @@ func (p *pool) evictLocked() {
 }
 
 // fillLocked starts kernels until the kind has size ready or starting.
-func (p *pool) fillLocked(c kernelChoice, pk *poolKind) {
+func (p *pool) fillLocked(c Choice, pk *poolKind) {
 	if p.closed {
 		return
 	}
@@ -104,7 +104,7 @@ func (p *pool) fillLocked(c kernelChoice, pk *poolKind) {
 	}
 }
 
-func (p *pool) start(c kernelChoice, pk *poolKind) {
+func (p *pool) start(c Choice, pk *poolKind) {
 	defer p.filling.Done()
 	k, info, err := p.srv.coldStart(p.srv.ctx, c)
 	p.mu.Lock()
@@ -135,8 +135,8 @@ func (p *pool) start(c kernelChoice, pk *poolKind) {
 // ready one). ok is false when the pool has none to give: it is off, the
 // kind is new, or its last start failed. The caller then starts a kernel
 // itself and reports the outcome with started.
-func (p *pool) take(ctx context.Context, c kernelChoice, wait bool) (w warmKernel, ok bool, err error) {
-	if p == nil || p.size <= 0 || c.attached() {
+func (p *pool) take(ctx context.Context, c Choice, wait bool) (w warmKernel, ok bool, err error) {
+	if p == nil || p.size <= 0 || c.Attached() {
 		return warmKernel{}, false, nil
 	}
 	p.mu.Lock()
@@ -196,8 +196,8 @@ func (p *pool) responds(ctx context.Context, k *kernel.Kernel) bool {
 // started is told how a caller's own start of a kind went, after take gave
 // it nothing: a success (re)fills the pool for the kind, a failure keeps
 // the pool from retrying it until someone asks again.
-func (p *pool) started(ctx context.Context, c kernelChoice, err error) {
-	if p == nil || p.size <= 0 || ctx.Err() != nil || c.attached() {
+func (p *pool) started(ctx context.Context, c Choice, err error) {
+	if p == nil || p.size <= 0 || ctx.Err() != nil || c.Attached() {
 		return
 	}
 	p.mu.Lock()

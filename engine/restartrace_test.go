@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -20,13 +20,13 @@ func TestKernelMidRestartIsNotReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ss, err := srv.lookupOrCreate("r")
+	ss, err := srv.LookupOrCreate("r")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	k, _, err := ss.kernel(ctx)
+	k, _, err := ss.Kernel(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +45,14 @@ func TestKernelMidRestartIsNotReplaced(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	got, lost, err := ss.kernel(ctx)
+	got, lost, err := ss.Kernel(ctx)
 	if err != nil || got != k || lost != nil {
 		t.Errorf("kernel() mid-restart: %p, lost %v, err %v; want the restarting kernel %p", got, lost, err, k)
 	}
 	if !ss.holdsKernel() {
 		t.Error("a session whose kernel is restarting does not count as holding a kernel")
 	}
-	if err := ss.gone(); err != nil {
+	if err := ss.Gone(); err != nil {
 		t.Errorf("gone() mid-restart: %v", err)
 	}
 	if got != nil && got != k {

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestPoolWaitsForStart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	k, _, err := srv.startKernel(ctx, kernelChoice{})
+	k, _, err := srv.startKernel(ctx, Choice{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestPoolFailingKind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 3 {
-		_, _, err := srv.startKernel(ctx, kernelChoice{})
+		_, _, err := srv.startKernel(ctx, Choice{})
 		if err == nil || !strings.Contains(err.Error(), "no-such-python") {
 			t.Fatalf("start %d with a missing interpreter: %v", i, err)
 		}
@@ -79,10 +79,10 @@ func TestPoolTakeCancelled(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, ok, err := srv.pool.take(ctx, kernelChoice{}, true); ok || err != context.Canceled {
+	if _, ok, err := srv.pool.take(ctx, Choice{}, true); ok || err != context.Canceled {
 		t.Fatalf("take with a cancelled context: ok=%v err=%v", ok, err)
 	}
-	if _, ok, err := srv.pool.take(context.Background(), kernelChoice{}, false); ok || err != nil {
+	if _, ok, err := srv.pool.take(context.Background(), Choice{}, false); ok || err != nil {
 		t.Fatalf("take without waiting while the kernel starts: ok=%v err=%v", ok, err)
 	}
 }

@@ -1,22 +1,21 @@
-package mcpserver
+package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Long runs. An MCP client gives up on a call after its own timeout (60 s in
+// Long runs. A client gives up on a call after its own timeout (60 s in
 // the official TypeScript SDK) and then cancels it. So every execution is a
 // run with an id that belongs to its session, not to the call or the
 // connection: the call that starts it waits at most Config.MaxWait, then
@@ -27,10 +26,10 @@ import (
 
 // Run states.
 const (
-	runQueued         = "queued"
-	runRunning        = "running"
-	runInputRequested = "input_requested"
-	runDone           = "done"
+	StatusQueued         = "queued"
+	StatusRunning        = "running"
+	StatusInputRequested = "input_requested"
+	StatusDone           = "done"
 )
 
 // keepRuns is how many finished runs a session remembers for wait_run.
@@ -41,13 +40,14 @@ const keepRuns = 32
 // history keeps).
 const maxPendingOutput = 1 << 20
 
-// runFunc does a run's work in its turn. ctx ends when the run is
-// interrupted by its caller's cancellation (before hand-off) or the server
-// stopping.
-type runFunc func(ctx context.Context, r *run) (*mcp.CallToolResult, any, error)
+// Work does a run's work in its turn and returns its result, a value the
+// caller gives meaning to (the adapter keeps the rendered result there, so
+// that every call returning the run returns the same). ctx ends when the
+// run is cancelled (Cancel) or the engine stops.
+type Work func(ctx context.Context, r *Run) (any, error)
 
-// run is one execution queued in a session.
-type run struct {
+// Run is one execution queued in a session.
+type Run struct {
 	id      string
 	ss      *Session
 	tool    string
@@ -57,76 +57,61 @@ type run struct {
 	done    chan struct{} // closed when the result is set
 	created time.Time
 
-	mu        sync.Mutex
-	state     string
-	started   time.Time
-	ended     time.Time
-	changed   chan struct{} // closed and replaced when state or input changes
-	pending   []byte        // stream text not yet delivered (its first half, once omitted > 0)
-	tail      []byte        // the newest stream text, once omitted > 0
-	omitted   int           // bytes left out between pending and tail
-	overflow  bool          // pending filled up since the last delivery
-	shown     int           // stream bytes delivered so far
-	shownSum  hash.Hash     // of those bytes, to find them again in the result
-	lastLine  string
-	listeners []*attachment // calls waiting on the run, oldest first; the newest listens
-	input     *pendingInput
-	inputSeq  int
-	res       *mcp.CallToolResult
-	out       any
-	err       error
+	mu       sync.Mutex
+	state    string
+	started  time.Time
+	ended    time.Time
+	changed  chan struct{} // closed and replaced when state or input changes
+	pending  []byte        // stream text not yet delivered (its first half, once omitted > 0)
+	tail     []byte        // the newest stream text, once omitted > 0
+	omitted  int           // bytes left out between pending and tail
+	overflow bool          // pending filled up since the last delivery
+	shown    int           // stream bytes delivered so far
+	shownSum hash.Hash     // of those bytes, to find them again in the result
+	lastLine string
+	input    *Question
+	inputSeq int
+	result   any
+	err      error
 }
 
-// attachment is the call now waiting on a run: progress notifications and
-// elicitation go to it.
-type attachment struct {
-	session *mcp.ServerSession
-	token   any // progress token; nil when the call asked for none
-	ticks   int
+// Question is a question the code asked through input() or getpass().
+type Question struct {
+	Req      kernel.InputRequest
+	Seq      int        // the run's questions are numbered from 1
+	answer   chan Reply // capacity 1: the first answer wins
+	answered bool       // an answer is on its way to the code
 }
 
-// pendingInput is a question the code asked through input() or getpass().
-type pendingInput struct {
-	req      kernel.InputRequest
-	seq      int              // the run's questions are numbered from 1
-	answer   chan inputAnswer // capacity 1: the first answer wins
-	answered bool             // an answer is on its way to the code
-}
-
-type inputAnswer struct {
-	text string
-	err  error
+// Reply is an answer to a Question: the line typed, or why there is none.
+type Reply struct {
+	Text string
+	Err  error
 }
 
 var (
-	errInputDeclined  = errors.New("the user declined to answer")
-	errInputCancelled = errors.New("the user dismissed the question")
+	ErrInputDeclined  = errors.New("the user declined to answer")
+	ErrInputCancelled = errors.New("the user dismissed the question")
 )
 
-func attachmentOf(req *mcp.CallToolRequest) *attachment {
-	if req == nil || req.Session == nil {
-		return nil
-	}
-	return &attachment{session: req.Session, token: req.Params.GetProgressToken()}
-}
-
-// startRun joins the call's place in the session's queue and starts fn as a
-// run in its turn. The run is the session's from now on: it goes on whatever
-// happens to the call, unless the call cancels it before hand-off.
-func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest, ss *Session, tool string, fn runFunc) (*run, error) {
-	j, err := s.join(ctx, ss, req.Params.Meta)
-	if err != nil {
+// StartRun joins the caller's place in the session's queue and starts work
+// as a run in its turn. The run is the session's from now on: it goes on
+// whatever happens to the caller, unless the caller cancels it (Cancel).
+// tool names what started it (run_code, load_data, ...).
+func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool string, work Work) (*Run, error) {
+	j := newJob()
+	if err := s.join(ctx, ss, place, j); err != nil {
 		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
 	}
 	rctx, cancel := context.WithCancel(s.ctx)
-	r := &run{ss: ss, tool: tool, job: j, ctx: rctx, cancel: cancel, done: make(chan struct{}),
-		created: time.Now(), state: runQueued, changed: make(chan struct{}), shownSum: newStreamHash()}
+	r := &Run{ss: ss, tool: tool, job: j, ctx: rctx, cancel: cancel, done: make(chan struct{}),
+		created: time.Now(), state: StatusQueued, changed: make(chan struct{}), shownSum: newStreamHash()}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		cancel()
 		ss.leave(j)
-		return nil, errors.New("server is shutting down")
+		return nil, errShuttingDown
 	}
 	s.runs.Add(1)
 	s.mu.Unlock()
@@ -135,8 +120,9 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest, ss *Ses
 	r.id = fmt.Sprintf("r%d", ss.runSeq)
 	ss.runs = append(ss.runs, r)
 	ss.forgetOldRuns()
+	s.events.Publish(Event{Kind: RunQueued, Session: ss.id, Run: r.id, Tool: tool})
 	ss.mu.Unlock()
-	go r.execute(s, fn)
+	go r.execute(s, work)
 	return r, nil
 }
 
@@ -161,7 +147,7 @@ func (ss *Session) forgetOldRuns() {
 	}
 }
 
-func (r *run) execute(s *Server, fn runFunc) {
+func (r *Run) execute(s *Engine, work Work) {
 	defer s.runs.Done()
 	defer r.cancel()
 	select {
@@ -170,53 +156,65 @@ func (r *run) execute(s *Server, fn runFunc) {
 	}
 	if r.ctx.Err() != nil {
 		r.ss.leave(r.job)
-		r.finish(nil, nil, fmt.Errorf("run %s was cancelled before it started (it was queued behind earlier calls in session %q); nothing ran", r.id, r.ss.id))
+		r.finish(nil, fmt.Errorf("run %s was cancelled before it started (it was queued behind earlier calls in session %q); nothing ran", r.id, r.ss.id))
 		return
 	}
-	if err := r.ss.checkRegistered(); err != nil {
+	if err := r.ss.CheckRegistered(); err != nil {
 		r.ss.leave(r.job)
-		r.finish(nil, nil, err)
+		r.finish(nil, err)
 		return
 	}
 	r.mu.Lock()
-	r.state, r.started = runRunning, time.Now()
+	r.state, r.started = StatusRunning, time.Now()
 	r.signal()
 	r.mu.Unlock()
+	s.events.Publish(Event{Kind: RunStarted, Session: r.ss.id, Run: r.id, Tool: r.tool})
 	r.ss.mu.Lock()
 	r.ss.current = r
 	r.ss.mu.Unlock()
-	res, out, err := fn(r.ctx, r)
+	res, err := work(r.ctx, r)
 	r.ss.mu.Lock()
 	if r.ss.current == r {
 		r.ss.current = nil
 	}
 	r.ss.mu.Unlock()
 	r.ss.leave(r.job)
-	r.finish(res, out, err)
+	r.finish(res, err)
 }
 
-func (r *run) finish(res *mcp.CallToolResult, out any, err error) {
+// finish sets the run's result and publishes it. The status of a run whose
+// work returned a *Block is the block's.
+func (r *Run) finish(res any, err error) {
 	r.mu.Lock()
-	r.res, r.out, r.err = res, out, err
-	r.state, r.ended = runDone, time.Now()
+	r.result, r.err = res, err
+	r.state, r.ended = StatusDone, time.Now()
 	r.signal()
 	r.mu.Unlock()
+	e := Event{Kind: RunFinished, Session: r.ss.id, Run: r.id, Tool: r.tool, Result: res, Err: err}
+	if b, ok := res.(interface{ RunStatus() string }); ok {
+		e.Status = b.RunStatus()
+	}
+	r.ss.eng.events.Publish(e)
 	close(r.done)
 }
 
 // signal wakes whoever waits on the run. Call with r.mu held.
-func (r *run) signal() {
+func (r *Run) signal() {
 	close(r.changed)
 	r.changed = make(chan struct{})
 }
 
-// event records a kernel event for wait_run and progress notifications.
-func (r *run) event(e kernel.Event) {
+// event records a kernel event for wait_run, and publishes its output.
+func (r *Run) event(e kernel.Event) {
+	if e.Kind != "clear_output" {
+		o := e.Output
+		r.ss.eng.events.Publish(Event{Kind: RunOutput, Session: r.ss.id, Run: r.id, Output: &o})
+	}
 	if e.Kind != "stream" || e.Output.Text == "" {
 		return
 	}
 	text := e.Output.Text
-	line := lastLine(text)
+	line := LastLine(text)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if line != "" {
@@ -252,8 +250,8 @@ func (r *run) event(e kernel.Event) {
 	r.tail = append(r.tail, text...)
 }
 
-// lastLine is the last non-empty line of a stream text, for list_sessions.
-func lastLine(s string) string {
+// LastLine is the last non-empty line of a stream text, for list_sessions.
+func LastLine(s string) string {
 	if len(s) > 4096 {
 		s = s[len(s)-4096:]
 	}
@@ -269,13 +267,13 @@ func lastLine(s string) string {
 
 // takeOutput returns the output that arrived since the last take, as plain
 // text, and marks it delivered.
-func (r *run) takeOutput() string {
+func (r *Run) TakeOutput() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.takeOutputLocked()
 }
 
-func (r *run) takeOutputLocked() string {
+func (r *Run) takeOutputLocked() string {
 	if len(r.pending) == 0 && !r.overflow {
 		return ""
 	}
@@ -291,48 +289,20 @@ func (r *run) takeOutputLocked() string {
 	return text
 }
 
-// attach makes a call the run's listener until detach. Calls waiting on
-// one run at once (a run_code and a wait_run from another connection) stack:
-// the newest listens, and when it leaves, the one before it again.
-func (r *run) attach(a *attachment) (detach func()) {
-	if a == nil {
-		return func() {}
-	}
-	r.mu.Lock()
-	r.listeners = append(r.listeners, a)
-	r.mu.Unlock()
-	return func() {
-		r.mu.Lock()
-		r.listeners = slices.DeleteFunc(r.listeners, func(l *attachment) bool { return l == a })
-		r.mu.Unlock()
-	}
-}
-
-// listenerLocked is the call that gets the run's progress: the newest
-// waiting, or nil.
-func (r *run) listenerLocked() *attachment {
-	if n := len(r.listeners); n > 0 {
-		return r.listeners[n-1]
-	}
-	return nil
-}
-
-// awaitResult is why await returned.
-type awaitResult int
+// AwaitResult is why await returned.
+type AwaitResult int
 
 const (
-	awaitDone      awaitResult = iota // the run finished
-	awaitInput                        // the run waits for an answer
-	awaitTimeout                      // d passed
-	awaitCancelled                    // ctx ended
+	AwaitDone      AwaitResult = iota // the run finished
+	AwaitInput                        // the run waits for an answer
+	AwaitTimeout                      // d passed
+	AwaitCancelled                    // ctx ended
 )
 
 // await waits up to d for the run to finish. It returns early when the run
 // asks for input: the caller puts the question to the user or hands the run
 // off for send_input.
-func (r *run) await(ctx context.Context, d time.Duration, a *attachment) awaitResult {
-	detach := r.attach(a)
-	defer detach()
+func (r *Run) Await(ctx context.Context, d time.Duration) AwaitResult {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -340,19 +310,19 @@ func (r *run) await(ctx context.Context, d time.Duration, a *attachment) awaitRe
 		changed, asking := r.changed, r.input != nil && !r.input.answered
 		r.mu.Unlock()
 		if isClosed(r.done) {
-			return awaitDone
+			return AwaitDone
 		}
 		if asking {
-			return awaitInput
+			return AwaitInput
 		}
 		select {
 		case <-r.done:
-			return awaitDone
+			return AwaitDone
 		case <-changed:
 		case <-t.C:
-			return awaitTimeout
+			return AwaitTimeout
 		case <-ctx.Done():
-			return awaitCancelled
+			return AwaitCancelled
 		}
 	}
 }
@@ -360,7 +330,7 @@ func (r *run) await(ctx context.Context, d time.Duration, a *attachment) awaitRe
 // awaitStart waits, when the run's turn has come, until it has left the
 // queued state (it starts, or fails to start). A run still behind earlier
 // calls is not waited for.
-func (r *run) awaitStart(ctx context.Context) {
+func (r *Run) AwaitStart(ctx context.Context) {
 	if !isClosed(r.job.turn) {
 		return
 	}
@@ -368,7 +338,7 @@ func (r *run) awaitStart(ctx context.Context) {
 		r.mu.Lock()
 		state, changed := r.state, r.changed
 		r.mu.Unlock()
-		if state != runQueued {
+		if state != StatusQueued {
 			return
 		}
 		select {
@@ -381,94 +351,58 @@ func (r *run) awaitStart(ctx context.Context) {
 	}
 }
 
-// progress sends notifications/progress with the newest output line, every
-// second, to the call attached to the run, when it asked for progress.
-func (r *run) progress() (stop func()) {
-	stopc, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopc:
-				return
-			case <-t.C:
-			}
-			r.mu.Lock()
-			a, line, started := r.listenerLocked(), r.lastLine, r.started
-			if a != nil {
-				a.ticks++
-			}
-			r.mu.Unlock()
-			if a == nil || a.token == nil {
-				continue
-			}
-			msg := line
-			if msg == "" {
-				msg = fmt.Sprintf("running for %d s", int(time.Since(started).Seconds()))
-			}
-			nctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
-			a.session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: a.token, Progress: float64(a.ticks), Message: msg})
-			cancel()
-		}
-	}()
-	return func() {
-		close(stopc)
-		<-done
-	}
-}
-
 // onInput waits for the answer to the code's input() or getpass(): from
 // the user through elicitation (see attend) or from send_input. The run
 // reads as input_requested meanwhile.
-func (r *run) onInput(ctx context.Context, ir kernel.InputRequest) (string, error) {
+func (r *Run) onInput(ctx context.Context, ir kernel.InputRequest) (string, error) {
 	r.mu.Lock()
 	r.inputSeq++
-	in := &pendingInput{req: ir, seq: r.inputSeq, answer: make(chan inputAnswer, 1)}
+	in := &Question{Req: ir, Seq: r.inputSeq, answer: make(chan Reply, 1)}
 	r.input = in
-	r.state = runInputRequested
+	r.state = StatusInputRequested
 	r.signal()
+	r.ss.eng.events.Publish(Event{Kind: InputRequested, Session: r.ss.id, Run: r.id, Prompt: ir.Prompt, Password: ir.Password})
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		if r.input == in {
 			r.input = nil
 		}
-		if r.state == runInputRequested {
-			r.state = runRunning
+		if r.state == StatusInputRequested {
+			r.state = StatusRunning
 		}
 		r.signal()
 		r.mu.Unlock()
 	}()
 	select {
 	case ans := <-in.answer:
-		return ans.text, ans.err
+		return ans.Text, ans.Err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
 }
 
-// answer gives the waiting question its reply; seq 0 answers whichever is
+// Answer gives the waiting question its reply; seq 0 answers whichever is
 // open (send_input), another only that question (an elicitation's answer).
-func (r *run) answer(seq int, ans inputAnswer) (kernel.InputRequest, bool) {
+func (r *Run) Answer(seq int, ans Reply) (kernel.InputRequest, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	in := r.input
-	if in == nil || in.answered || (seq != 0 && in.seq != seq) {
+	if in == nil || in.answered || (seq != 0 && in.Seq != seq) {
 		return kernel.InputRequest{}, false
 	}
 	in.answered = true
 	in.answer <- ans // never blocks: the first answer is the only one
-	if r.state == runInputRequested {
-		r.state = runRunning
+	if r.state == StatusInputRequested {
+		r.state = StatusRunning
 	}
 	r.signal()
-	return in.req, true
+	r.ss.eng.events.Publish(Event{Kind: InputAnswered, Session: r.ss.id, Run: r.id})
+	return in.Req, true
 }
 
-// pendingQuestion is the open question, if any.
-func (r *run) pendingQuestion() *pendingInput {
+// PendingQuestion is the open question, if any.
+func (r *Run) PendingQuestion() *Question {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.input == nil || r.input.answered {
@@ -490,7 +424,7 @@ type RunView struct {
 	Password  bool   `json:"password,omitempty"`
 }
 
-func (r *run) view() RunView {
+func (r *Run) View() RunView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := RunView{RunID: r.id, Tool: r.tool, Status: r.state, LastLine: r.lastLine}
@@ -503,20 +437,20 @@ func (r *run) view() RunView {
 		v.ElapsedMS = end.Sub(r.started).Milliseconds()
 	}
 	if r.input != nil && !r.input.answered {
-		v.Prompt, v.Password = r.input.req.Prompt, r.input.req.Password
+		v.Prompt, v.Password = r.input.Req.Prompt, r.input.Req.Password
 	}
 	return v
 }
 
 // currentRun is the run holding the session's execution right, if any.
-func (ss *Session) currentRun() *run {
+func (ss *Session) CurrentRun() *Run {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.current
 }
 
 // findRun returns the run with id, or the session's latest when id is "".
-func (ss *Session) findRun(id string) (*run, error) {
+func (ss *Session) FindRun(id string) (*Run, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if len(ss.runs) == 0 {
@@ -539,12 +473,12 @@ func (ss *Session) findRun(id string) (*run, error) {
 
 // askingRun is the session's oldest run with an unanswered question, or
 // nil: the one send_input answers when no run is named.
-func (ss *Session) askingRun() *run {
+func (ss *Session) AskingRun() *Run {
 	ss.mu.Lock()
-	runs := append([]*run(nil), ss.runs...)
+	runs := append([]*Run(nil), ss.runs...)
 	ss.mu.Unlock()
 	for _, r := range runs {
-		if r.pendingQuestion() != nil {
+		if r.PendingQuestion() != nil {
 			return r
 		}
 	}
@@ -552,17 +486,83 @@ func (ss *Session) askingRun() *run {
 }
 
 // queuedRuns counts the session's runs waiting for their turn.
-func (ss *Session) queuedRuns() int {
+func (ss *Session) QueuedRuns() int {
 	ss.mu.Lock()
-	runs := append([]*run(nil), ss.runs...)
+	runs := append([]*Run(nil), ss.runs...)
 	ss.mu.Unlock()
 	n := 0
 	for _, r := range runs {
 		r.mu.Lock()
-		if r.state == runQueued {
+		if r.state == StatusQueued {
 			n++
 		}
 		r.mu.Unlock()
 	}
 	return n
+}
+
+// HandOff takes the output so far, for a call that returns before the run
+// ends.
+func (r *Run) HandOff() (RunView, string) {
+	r.mu.Lock()
+	out := r.takeOutputLocked()
+	r.mu.Unlock()
+	return r.View(), out
+}
+
+// StreamShown is what of a block's stream output earlier calls already
+// returned: its first n bytes, and their SHA-256 to find them again.
+type StreamShown struct {
+	n   int
+	sum []byte
+}
+
+// ConsumeShown is called when a block's result is rendered: it returns the
+// stream output already delivered for this block (so the result need not
+// repeat it) and starts afresh for the next block. Output not yet delivered
+// is in the rendered result, so it is dropped here.
+func (r *Run) ConsumeShown() StreamShown {
+	if r == nil {
+		return StreamShown{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sh := StreamShown{n: r.shown}
+	if r.shown > 0 {
+		sh.sum = r.shownSum.Sum(nil)
+	}
+	if r.shown < 0 {
+		sh.n = -1
+	}
+	r.shown = 0
+	r.shownSum.Reset()
+	r.pending, r.tail, r.omitted, r.overflow = r.pending[:0], r.tail[:0], 0, false
+	return sh
+}
+
+// SkipFor works out how many bytes of a result's stream text (in output
+// order) the result may leave out: those already delivered, if they are
+// still the output's beginning. clear_output or a cut stream can make them
+// differ; then nothing is left out and ok reports the repetition.
+func (sh StreamShown) SkipFor(stream []string) (skip int, repeated bool) {
+	if sh.n == 0 {
+		return 0, false
+	}
+	if sh.n < 0 {
+		return 0, true
+	}
+	h := newStreamHash()
+	left := sh.n
+	for _, t := range stream {
+		if left == 0 {
+			break
+		}
+		n := min(left, len(t))
+		h.Write([]byte(t[:n]))
+		left -= n
+	}
+	if left > 0 || !bytes.Equal(h.Sum(nil), sh.sum) {
+		return 0, true
+	}
+	return sh.n, false
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Remote kernels: sessions whose kernel runs on a Jupyter server
@@ -23,20 +22,20 @@ import (
 // attached reports whether the choice attaches to an existing kernel.
 // Such kernels are shared: the pool never holds them, and the session only
 // detaches from them.
-func (c kernelChoice) attached() bool { return c.KernelID != "" || c.ConnectionFile != "" }
+func (c Choice) Attached() bool { return c.KernelID != "" || c.ConnectionFile != "" }
 
 // gateway is the server's gateway, or nil when kernels run locally.
-func (s *Server) gateway() *kernel.Gateway {
+func (s *Engine) Gateway() *kernel.Gateway {
 	if s.cfg.GatewayURL == "" {
 		return nil
 	}
 	return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: s.cfg.GatewayToken}
 }
 
-// gatewayShown is the gateway's URL as the server shows it, in results,
+// GatewayShown is the gateway's URL as the server shows it, in results,
 // errors and logs: a password in it is replaced by "xxxxx"
 // (url.URL.Redacted), since whatever a result says reaches the model.
-func (s *Server) gatewayShown() string { return redactURL(s.cfg.GatewayURL) }
+func (s *Engine) GatewayShown() string { return redactURL(s.cfg.GatewayURL) }
 
 // redactURL is raw with its password hidden; a URL that does not parse is
 // not shown at all.
@@ -64,11 +63,11 @@ func (c *Config) checkGatewayConfig() error {
 }
 
 // checkChoice validates create_session's remote parameters.
-func (s *Server) checkChoice(c kernelChoice) error {
+func (s *Engine) checkChoice(c Choice) error {
 	switch {
 	case c.KernelID != "" && c.ConnectionFile != "":
 		return errors.New("give kernel_id or connection_file, not both")
-	case c.attached() && (c.Kernel != "" || c.Python != "" || c.Cwd != ""):
+	case c.Attached() && (c.Kernel != "" || c.Python != "" || c.Cwd != ""):
 		return errors.New("kernel_id and connection_file attach to a running kernel: kernel, python and cwd cannot be given with them")
 	case c.KernelID != "" && s.cfg.GatewayURL == "":
 		return errors.New("kernel_id needs a gateway: start the server with --gateway-url (KERNEL_MCP_GATEWAY_URL)")
@@ -77,9 +76,9 @@ func (s *Server) checkChoice(c kernelChoice) error {
 		// another user's kernel, and attaching would hand over its namespace.
 		return errors.New("kernel_id cannot be used on a server with several users (--tokens-file): the id could name another user's kernel on the gateway. Start a session of your own instead (create_session with kernel)")
 	case s.cfg.GatewayURL != "" && c.Python != "":
-		return fmt.Errorf("python cannot be used with the gateway %s: pick one of its kernelspecs with kernel (see list_kernels)", s.gatewayShown())
+		return fmt.Errorf("python cannot be used with the gateway %s: pick one of its kernelspecs with kernel (see list_kernels)", s.GatewayShown())
 	case s.cfg.GatewayURL != "" && c.Cwd != "":
-		return fmt.Errorf("cwd cannot be used with the gateway %s: the kernel's working directory is on the gateway's side", s.gatewayShown())
+		return fmt.Errorf("cwd cannot be used with the gateway %s: the kernel's working directory is on the gateway's side", s.GatewayShown())
 	case c.Python != "" && s.checkPython(c.Python) != nil:
 		return s.checkPython(c.Python)
 	case c.ConnectionFile != "":
@@ -103,7 +102,7 @@ func (s *Server) checkChoice(c kernelChoice) error {
 // network". With several users, a path could name another user's kernel.
 // Either way the answer is the same whatever the path names, so it says
 // nothing of which files exist or what they hold.
-func (s *Server) connectionFileRefusal() error {
+func (s *Engine) connectionFileRefusal() error {
 	switch {
 	case s.cfg.Sandbox != nil:
 		return errors.New("connection_file cannot be used under --sandbox: the server would connect, from outside the sandbox, to whatever address the file names, and code in the sandbox can write such a file. Start a session of the server's own instead (create_session with kernel, python or cwd)")
@@ -115,7 +114,7 @@ func (s *Server) connectionFileRefusal() error {
 
 // remoteStart starts or attaches the kernel of a choice that is not a local
 // process. ok is false for a local kernel, which coldStart starts itself.
-func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Kernel, info kernelInfo, ok bool, err error) {
+func (s *Engine) remoteStart(ctx context.Context, c Choice) (k *kernel.Kernel, info KernelInfo, ok bool, err error) {
 	opts := kernel.Options{
 		StartTimeout:   s.cfg.StartTimeout,
 		InterruptGrace: s.cfg.InterruptGrace,
@@ -129,13 +128,13 @@ func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Ker
 		// A session restored from a run without these settings is held to
 		// them too.
 		if err := s.connectionFileRefusal(); err != nil {
-			return nil, kernelInfo{}, true, err
+			return nil, KernelInfo{}, true, err
 		}
 		k, err = kernel.Attach(ctx, c.ConnectionFile, opts)
 	case c.KernelID != "":
-		k, err = kernel.AttachGateway(ctx, *s.gateway(), c.KernelID, opts)
+		k, err = kernel.AttachGateway(ctx, *s.Gateway(), c.KernelID, opts)
 	case s.cfg.GatewayURL != "":
-		opts.Gateway = s.gateway()
+		opts.Gateway = s.Gateway()
 		opts.Env = gatewayKernelEnv(os.Environ())
 		opts.Spec.Name = c.Kernel
 		if opts.Spec.Name == "" {
@@ -143,12 +142,12 @@ func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Ker
 		}
 		k, err = kernel.Start(ctx, opts)
 	default:
-		return nil, kernelInfo{}, false, nil
+		return nil, KernelInfo{}, false, nil
 	}
 	if err != nil {
-		return nil, kernelInfo{}, true, err
+		return nil, KernelInfo{}, true, err
 	}
-	info = kernelInfo{KernelName: k.Spec().Name}
+	info = KernelInfo{KernelName: k.Spec().Name}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if ki, err := k.KernelInfo(ictx); err == nil {
@@ -160,12 +159,12 @@ func (s *Server) remoteStart(ctx context.Context, c kernelChoice) (k *kernel.Ker
 
 // sharedKernelRefusal is the answer to a reset of an attached session
 // without force, or nil when the reset may go ahead.
-func (ss *Session) sharedKernelRefusal(force bool) error {
+func (ss *Session) SharedKernelRefusal(force bool) error {
 	switch {
 	case ss.choice.ConnectionFile != "":
 		return fmt.Errorf("session %q is attached to the kernel of connection file %s, which belongs to whoever started it: it cannot be restarted from here (delete_session detaches; restart it where it was started)", ss.id, ss.choice.ConnectionFile)
 	case ss.choice.KernelID != "" && !force:
-		return fmt.Errorf("session %q is attached to the shared kernel %s on %s (perhaps a notebook's): a restart clears its namespace for every client using it. Ask the user first, then call again with force: true", ss.id, ss.choice.KernelID, ss.srv.gatewayShown())
+		return fmt.Errorf("session %q is attached to the shared kernel %s on %s (perhaps a notebook's): a restart clears its namespace for every client using it. Ask the user first, then call again with force: true", ss.id, ss.choice.KernelID, ss.eng.GatewayShown())
 	}
 	return nil
 }
@@ -182,44 +181,6 @@ type GatewayInfo struct {
 	Error          string `json:"error,omitempty"`
 }
 
-// remoteStatus fills session_status's remote fields and returns the lines
-// its text adds.
-func remoteStatus(ctx context.Context, k *kernel.Kernel, info *SessionInfo) string {
-	if k == nil {
-		return ""
-	}
-	var b strings.Builder
-	if id := k.GatewayKernelID(); id != "" {
-		gi := &GatewayInfo{URL: k.GatewayURL(), KernelID: id, Attached: k.Attached()}
-		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		m, err := k.GatewayStatus(gctx)
-		cancel()
-		if err != nil {
-			gi.Error = err.Error()
-		} else {
-			gi.ExecutionState, gi.LastActivity, gi.Connections = m.ExecutionState, m.LastActivity, m.Connections
-		}
-		info.Gateway = gi
-		fmt.Fprintf(&b, "Gateway: %s, kernel %s", gi.URL, gi.KernelID)
-		if gi.Attached {
-			b.WriteString(" (attached: shared, only detached on delete)")
-		}
-		if err != nil {
-			fmt.Fprintf(&b, "; the gateway did not answer: %v\n", err)
-		} else {
-			fmt.Fprintf(&b, "; the gateway reports it %s, %d connection(s), last active %s\n", m.ExecutionState, m.Connections, m.LastActivity)
-		}
-		return b.String()
-	}
-	info.ConnectionFile = k.ConnectionFile()
-	info.Attached = k.Attached()
-	fmt.Fprintf(&b, "Connection file: %s (jupyter console --existing %s)\n", info.ConnectionFile, info.ConnectionFile)
-	if info.Attached {
-		b.WriteString("Attached: the kernel is shared and only detached on delete.\n")
-	}
-	return b.String()
-}
-
 // pipViaMagic reports whether install_package should run %pip in the
 // kernel: a kernel on a gateway has its interpreter on another machine,
 // and %pip is what a notebook user there would type.
@@ -229,57 +190,6 @@ func pipViaMagic(k *kernel.Kernel) bool { return k.GatewayKernelID() != "" }
 // leaves pip's exit code in _exit_code.
 func pipMagic(requirement string) string {
 	return "%pip install --disable-pip-version-check --no-input " + requirement
-}
-
-// gatewayKernelSpecs lists a gateway's kernelspecs for list_kernels.
-func (s *Server) gatewayKernelSpecs(ctx context.Context) ([]KernelSpecInfo, string, error) {
-	specs, def, err := s.gateway().KernelSpecs(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]KernelSpecInfo, 0, len(specs))
-	for _, sp := range specs {
-		out = append(out, KernelSpecInfo{Name: sp.Name, DisplayName: sp.DisplayName, Language: sp.Language, Argv: []string{}, Source: "gateway " + s.gatewayShown()})
-	}
-	return out, def, nil
-}
-
-// listGatewayKernels is list_kernels in gateway mode: the server's
-// kernelspecs; interpreters are the gateway's business.
-func (s *Server) listGatewayKernels(ctx context.Context, out ListKernelsOutput) (*mcp.CallToolResult, ListKernelsOutput, error) {
-	specs, def, err := s.gatewayKernelSpecs(ctx)
-	if err != nil {
-		return errResult[ListKernelsOutput]("listing the gateway's kernelspecs: %v", err)
-	}
-	out.Kernels = specs
-	var text strings.Builder
-	fmt.Fprintf(&text, "Kernelspecs on the gateway %s (default %s):\n", s.gatewayShown(), def)
-	for _, sp := range specs {
-		fmt.Fprintf(&text, "  %s (%s, %s)\n", sp.Name, sp.DisplayName, sp.Language)
-	}
-	text.WriteString("Interpreters: chosen by the gateway's kernelspecs (create_session {kernel}).")
-	return textResult(text.String()), out, nil
-}
-
-// remoteStartedText is create_session's answer for a gateway or attached
-// kernel, which has no local pid.
-func remoteStartedText(id string, info SessionInfo, ss *Session) string {
-	ss.mu.Lock()
-	k := ss.k
-	ss.mu.Unlock()
-	where := ""
-	switch {
-	case k == nil:
-	case k.GatewayKernelID() != "":
-		where = fmt.Sprintf("kernel %s on %s", k.GatewayKernelID(), k.GatewayURL())
-	default:
-		where = "connection file " + k.ConnectionFile()
-	}
-	verb := "started"
-	if ss.choice.attached() {
-		verb = "attached (the kernel is shared: delete_session only detaches, and resets need force)"
-	}
-	return fmt.Sprintf("Session %q %s: %s %s (kernelspec %s, %s).", id, verb, info.Language, info.Version, info.Kernel, where)
 }
 
 // gatewayKernelEnv picks the KERNEL_* variables of the server's environment

@@ -1,12 +1,10 @@
-package mcpserver
+package engine
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Each session has one queue. Whatever executes in the kernel or changes the
@@ -86,19 +84,23 @@ func (ss *Session) queueLen() int {
 	return len(ss.queue)
 }
 
-// join puts a call in its session's queue in the order it arrived: it waits
-// for the call's ticket (calls that arrived earlier join first), joins, and
-// gives the ticket back at once so that later calls can join behind it.
-func (s *Server) join(ctx context.Context, ss *Session, meta mcp.Meta) (*job, error) {
-	j := newJob()
-	return j, s.joinAs(ctx, ss, meta, j)
+// Place is a caller's place in line, taken when its request arrived (the
+// adapter's ordering of requests): Wait returns once every caller of the
+// session that arrived earlier has joined the queue, and Done gives the
+// place up so that later callers can join behind. A nil Place joins at
+// once.
+type Place interface {
+	Wait(ctx context.Context) error
+	Done()
 }
 
-// joinAs is join for a job the caller made.
-func (s *Server) joinAs(ctx context.Context, ss *Session, meta mcp.Meta, j *job) error {
-	if tk, ok := s.ticketOf(ss.id, meta); ok {
-		defer s.turns.done(tk)
-		if err := s.turns.wait(ctx, tk); err != nil {
+// join puts a caller in its session's queue in the order it arrived: it
+// waits for its place (callers that arrived earlier join first), joins, and
+// gives the place up at once so that later callers can join behind it.
+func (s *Engine) join(ctx context.Context, ss *Session, place Place, j *job) error {
+	if place != nil {
+		defer place.Done()
+		if err := place.Wait(ctx); err != nil {
 			return err
 		}
 	}
@@ -106,25 +108,25 @@ func (s *Server) joinAs(ctx context.Context, ss *Session, meta mcp.Meta, j *job)
 	return nil
 }
 
-// waitTurn is for calls that are not runs (resets, deletes, queries): it
+// WaitTurn is for work that is not a run (resets, deletes, queries): it
 // joins the queue and waits for the execution right, at most Config.MaxWait
 // so that no call outlasts the client's patience behind a long run. A
 // session deleted by a call ahead of this one is an error. The returned
 // release gives the right back.
-func (s *Server) waitTurn(ctx context.Context, ss *Session, meta mcp.Meta) (release func(), err error) {
-	return s.waitTurnAs(ctx, ss, meta, newJob())
+func (s *Engine) WaitTurn(ctx context.Context, ss *Session, place Place) (release func(), err error) {
+	return s.waitTurnAs(ctx, ss, place, newJob())
 }
 
-// waitTurnAs is waitTurn for a job the caller made.
-func (s *Server) waitTurnAs(ctx context.Context, ss *Session, meta mcp.Meta, j *job) (release func(), err error) {
-	if err := s.joinAs(ctx, ss, meta, j); err != nil {
+// waitTurnAs is WaitTurn for a job the caller made.
+func (s *Engine) waitTurnAs(ctx context.Context, ss *Session, place Place, j *job) (release func(), err error) {
+	if err := s.join(ctx, ss, place, j); err != nil {
 		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
 	}
 	t := time.NewTimer(s.cfg.MaxWait)
 	defer t.Stop()
 	select {
 	case <-j.turn:
-		if err := ss.checkRegistered(); err != nil {
+		if err := ss.CheckRegistered(); err != nil {
 			ss.leave(j)
 			return nil, err
 		}
@@ -140,11 +142,11 @@ func (s *Server) waitTurnAs(ctx context.Context, ss *Session, meta mcp.Meta, j *
 
 // busyError says why a call gave up waiting for its turn, and what to do.
 func (ss *Session) busyError(waited time.Duration) error {
-	r := ss.currentRun()
+	r := ss.CurrentRun()
 	if r == nil {
 		return fmt.Errorf("session %q stayed busy for %v with earlier calls; nothing was done. Try again later", ss.id, waited.Round(time.Millisecond))
 	}
-	v := r.view()
+	v := r.View()
 	return fmt.Errorf("session %q is busy with run %s (%s for %v, %d more queued); nothing was done. "+
 		"Call wait_run {\"session_id\": %q, \"run_id\": %q} until it ends, or interrupt_session to stop it, then try again",
 		ss.id, v.RunID, v.Status, time.Duration(v.ElapsedMS)*time.Millisecond, max(ss.queueLen()-1, 0), ss.id, v.RunID)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestSandboxRunsNoWrittenPython(t *testing.T) {
 	if err := os.WriteFile(evil, []byte("#!/bin/sh\necho ran >> "+marker+"\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := kernelChoice{Python: evil}
+	c := Choice{Python: evil}
 	err = srv.checkChoice(c)
 	if err == nil || !strings.Contains(err.Error(), "not one of the interpreters") {
 		t.Errorf("checkChoice: %v", err)

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"os"
@@ -25,33 +25,33 @@ func TestResolvePathConfined(t *testing.T) {
 	os.Symlink(outside, filepath.Join(work, "out_link"))
 	os.Symlink(filepath.Join(work, "sub"), filepath.Join(work, "in_link"))
 	os.Symlink(allowed, filepath.Join(work, "data_link"))
-	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{allowed}}}, workDir: work}
-	ss := &Session{srv: srv}
+	srv := &Engine{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{allowed}}}, workDir: work}
+	ss := &Session{eng: srv}
 
 	tests := []struct {
 		path   string
-		access pathAccess
+		access Access
 		want   string // the resolved path, or "refused"
 	}{
-		{"a.txt", writePath, filepath.Join(work, "a.txt")},
-		{"new/dir/a.txt", writePath, filepath.Join(work, "new/dir/a.txt")},
-		{"sub/../a.txt", writePath, filepath.Join(work, "a.txt")},
-		{"in_link/a.txt", writePath, filepath.Join(work, "in_link/a.txt")},
-		{filepath.Join(work, "a.txt"), writePath, filepath.Join(work, "a.txt")},
-		{"../outside/a.txt", writePath, "refused"},
-		{"../work2/a.txt", writePath, "refused"},
-		{filepath.Join(outside, "a.txt"), readPath, "refused"},
-		{"out_link/a.txt", writePath, "refused"},
-		{"out_link/a.txt", readPath, "refused"},
-		{"/etc/passwd", readPath, "refused"},
-		{filepath.Join(allowed, "d.csv"), readPath, filepath.Join(allowed, "d.csv")},
-		{"data_link/d.csv", readPath, filepath.Join(work, "data_link/d.csv")},
-		{filepath.Join(allowed, "d.csv"), writePath, "refused"},
-		{"data_link/d.csv", writePath, "refused"},
-		{"", readPath, "refused"},
+		{"a.txt", WriteAccess, filepath.Join(work, "a.txt")},
+		{"new/dir/a.txt", WriteAccess, filepath.Join(work, "new/dir/a.txt")},
+		{"sub/../a.txt", WriteAccess, filepath.Join(work, "a.txt")},
+		{"in_link/a.txt", WriteAccess, filepath.Join(work, "in_link/a.txt")},
+		{filepath.Join(work, "a.txt"), WriteAccess, filepath.Join(work, "a.txt")},
+		{"../outside/a.txt", WriteAccess, "refused"},
+		{"../work2/a.txt", WriteAccess, "refused"},
+		{filepath.Join(outside, "a.txt"), ReadAccess, "refused"},
+		{"out_link/a.txt", WriteAccess, "refused"},
+		{"out_link/a.txt", ReadAccess, "refused"},
+		{"/etc/passwd", ReadAccess, "refused"},
+		{filepath.Join(allowed, "d.csv"), ReadAccess, filepath.Join(allowed, "d.csv")},
+		{"data_link/d.csv", ReadAccess, filepath.Join(work, "data_link/d.csv")},
+		{filepath.Join(allowed, "d.csv"), WriteAccess, "refused"},
+		{"data_link/d.csv", WriteAccess, "refused"},
+		{"", ReadAccess, "refused"},
 	}
 	for _, tt := range tests {
-		got, err := ss.resolvePath(tt.path, tt.access)
+		got, err := ss.ResolvePath(tt.path, tt.access)
 		switch {
 		case tt.want == "refused" && err == nil:
 			t.Errorf("resolvePath(%q, %v) = %q, want a refusal", tt.path, tt.access, got)
@@ -67,12 +67,12 @@ func TestResolvePathConfined(t *testing.T) {
 	// A session whose cwd lies outside the work directory (restored from
 	// an unsandboxed run) has no root to write in.
 	ss.choice.Cwd = outside
-	if _, err := ss.resolvePath("a.txt", writePath); err == nil || !strings.Contains(err.Error(), "outside the sandbox's work directory") {
+	if _, err := ss.ResolvePath("a.txt", WriteAccess); err == nil || !strings.Contains(err.Error(), "outside the sandbox's work directory") {
 		t.Errorf("cwd outside the work directory: %v", err)
 	}
 	// Without the sandbox, paths are only made absolute.
 	srv.cfg.Sandbox = nil
-	if got, err := ss.resolvePath("../x", writePath); err != nil || got.abs != filepath.Join(root, "x") {
+	if got, err := ss.ResolvePath("../x", WriteAccess); err != nil || got.abs != filepath.Join(root, "x") {
 		t.Errorf("unsandboxed: %q, %v", got, err)
 	}
 }
@@ -95,18 +95,18 @@ func TestResolvePathHiddenUnderAllowedParent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := &Server{cfg: Config{StateDir: filepath.Join(state, "users", "bob"),
+	srv := &Engine{cfg: Config{StateDir: filepath.Join(state, "users", "bob"),
 		Sandbox: &kernel.SandboxOptions{ReadOnly: []string{root}, Hide: []string{state, tokens}}}, workDir: work}
-	ss := &Session{srv: srv}
+	ss := &Session{eng: srv}
 	for _, p := range []string{tokens, alice, "../../alice/sessions/default.json", filepath.Join(state, "users")} {
-		if got, err := ss.resolvePath(p, readPath); err == nil || !strings.Contains(err.Error(), "hides") {
+		if got, err := ss.ResolvePath(p, ReadAccess); err == nil || !strings.Contains(err.Error(), "hides") {
 			t.Errorf("read %s: %q, %v; want a refusal saying it is hidden", p, got, err)
 		}
 	}
-	if got, err := ss.resolvePath(filepath.Join(root, "data.csv"), readPath); err != nil {
+	if got, err := ss.ResolvePath(filepath.Join(root, "data.csv"), ReadAccess); err != nil {
 		t.Errorf("read an allowed file: %q, %v", got, err)
 	}
-	if got, err := ss.resolvePath("mine.txt", writePath); err != nil || got.abs != filepath.Join(work, "mine.txt") {
+	if got, err := ss.ResolvePath("mine.txt", WriteAccess); err != nil || got.abs != filepath.Join(work, "mine.txt") {
 		t.Errorf("the session's own folder: %q, %v", got, err)
 	}
 }
@@ -125,7 +125,7 @@ func TestSandboxCwdChecksBeforeCreating(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(work, "link")); err != nil {
 		t.Fatal(err)
 	}
-	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{}}, workDir: work}
+	srv := &Engine{cfg: Config{Sandbox: &kernel.SandboxOptions{}}, workDir: work}
 	for _, cwd := range []string{"link/made", "link/a/b", filepath.Join(work, "link", "c")} {
 		if got, err := srv.sandboxCwd(cwd); err == nil || !strings.Contains(err.Error(), "leads outside") {
 			t.Errorf("sandboxCwd(%q) = %q, %v; want a refusal", cwd, got, err)
@@ -158,9 +158,9 @@ func TestResolvePathRuntimeDirsHidden(t *testing.T) {
 	if err := os.WriteFile(conn, []byte(`{"key": "secret"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{root}}}, workDir: work}
-	ss := &Session{srv: srv}
-	if got, err := ss.resolvePath(conn, readPath); err == nil || !strings.Contains(err.Error(), "runtime dirs") {
+	srv := &Engine{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{root}}}, workDir: work}
+	ss := &Session{eng: srv}
+	if got, err := ss.ResolvePath(conn, ReadAccess); err == nil || !strings.Contains(err.Error(), "runtime dirs") {
 		t.Errorf("read another kernel's connection file: %q, %v; want a refusal saying it is hidden", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"errors"
@@ -11,14 +11,14 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/history"
 )
 
-// toolPath is a path a tool was given, resolved and checked once
+// ToolPath is a path a tool was given, resolved and checked once
 // (resolvePath). Under --sandbox its reads and writes go through root, the
 // folder the check found it in, opened when the I/O happens: os.Root
 // refuses a name or symlink that leads out of it, so code in the session
 // that swaps a folder of the path for a symlink after the check cannot
 // take the read or write outside. Without the sandbox root is "" and the
 // I/O names abs, as any program would.
-type toolPath struct {
+type ToolPath struct {
 	abs  string // the path as the call named it, made absolute
 	root string // the confining folder (real); "" without --sandbox
 	rel  string // where the check found the path, relative to root
@@ -28,7 +28,7 @@ type toolPath struct {
 }
 
 // String is the path as the call named it.
-func (p toolPath) String() string { return p.abs }
+func (p ToolPath) String() string { return p.abs }
 
 // escapes reports whether err is os.Root's refusal of a path or symlink
 // that leads out of the root. The os package exports no sentinel for it.
@@ -38,7 +38,7 @@ func escapes(err error) bool {
 
 // leadsOut is the error for a path that, at the time of the I/O, led out
 // of its root: a folder of it was swapped for a symlink after the check.
-func (p toolPath) leadsOut() error {
+func (p ToolPath) leadsOut() error {
 	return fmt.Errorf("path %s leads outside %s (a folder of it is now a symlink that leads out): under --sandbox files are read and written only there", p.abs, p.root)
 }
 
@@ -51,13 +51,13 @@ func notFolder(err error) bool {
 }
 
 // notFolder is the error for such a path.
-func (p toolPath) notFolder() error {
+func (p ToolPath) notFolder() error {
 	return fmt.Errorf("path %s: a folder of it inside %s is not a folder (or was just swapped for a symlink): under --sandbox files are read and written only through folders there", p.abs, p.root)
 }
 
 // writeFile writes data to the path atomically, with missing folders, as
 // history.WriteFile does; under the sandbox every step goes through root.
-func (p toolPath) writeFile(data []byte, perm os.FileMode) error {
+func (p ToolPath) WriteFile(data []byte, perm os.FileMode) error {
 	if p.root == "" {
 		return history.WriteFile(p.abs, data, perm)
 	}
@@ -82,12 +82,12 @@ func (p toolPath) writeFile(data []byte, perm os.FileMode) error {
 // readFile reads the file for a tool, refusing a missing file, a folder,
 // anything but a regular file, and one larger than limit bytes (0: any
 // size) with an error that says which (verb: what the tool would do).
-func (p toolPath) readFile(verb string, limit int64) ([]byte, error) {
+func (p ToolPath) ReadFile(verb string, limit int64) ([]byte, error) {
 	if p.root == "" {
 		return readInputFile(p.abs, verb, limit)
 	}
 	var b []byte
-	err := p.openChecked(verb, limit, func(f *os.File) error {
+	err := p.OpenChecked(verb, limit, func(f *os.File) error {
 		var err error
 		if b, err = io.ReadAll(f); err != nil {
 			return fmt.Errorf("cannot read %s: %v", p.abs, errors.Unwrap(err))
@@ -101,16 +101,16 @@ func (p toolPath) readFile(verb string, limit int64) ([]byte, error) {
 }
 
 // checkFile is readFile's checks without the read.
-func (p toolPath) checkFile(verb string, limit int64) error {
+func (p ToolPath) CheckFile(verb string, limit int64) error {
 	if p.root == "" {
 		return checkInputFile(p.abs, verb, limit)
 	}
-	return p.openChecked(verb, limit, func(*os.File) error { return nil })
+	return p.OpenChecked(verb, limit, func(*os.File) error { return nil })
 }
 
 // openChecked opens the file through root, checks what it opened (not
 // what the name pointed to a moment before), and hands it to use.
-func (p toolPath) openChecked(verb string, limit int64, use func(*os.File) error) error {
+func (p ToolPath) OpenChecked(verb string, limit int64, use func(*os.File) error) error {
 	r, err := os.OpenRoot(p.root)
 	if err != nil {
 		return fmt.Errorf("cannot %s %s: %v", verb, p.abs, err)
@@ -172,4 +172,42 @@ func (p toolPath) openChecked(verb string, limit int64, use func(*os.File) error
 		return err
 	}
 	return use(f)
+}
+
+// readInputFile reads a file a tool was given, refusing a missing file, a
+// folder and one larger than limit bytes with an error that says which
+// (verb: what the tool would do with it).
+func readInputFile(path, verb string, limit int64) ([]byte, error) {
+	if err := checkInputFile(path, verb, limit); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	return b, nil
+}
+
+// checkInputFile is readInputFile's check without the read: the file
+// exists, is a regular file (or a link to one), is readable, and is at
+// most limit bytes (0: any size).
+func checkInputFile(path, verb string, limit int64) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("cannot %s %s: %v", verb, path, errors.Unwrap(err))
+	}
+	if st.IsDir() {
+		return fmt.Errorf("cannot %s %s: it is a directory", verb, path)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("cannot %s %s: it is not a regular file", verb, path)
+	}
+	if limit > 0 && st.Size() > limit {
+		return fmt.Errorf("cannot %s %s: %d bytes is more than the %d MiB a file may have", verb, path, st.Size(), limit>>20)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	return f.Close()
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"os"
@@ -28,19 +28,19 @@ func TestToolPathRefusesSymlinkSwappedIn(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "code.py"), []byte("OUTSIDE"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{}}, workDir: work}
-	ss := &Session{srv: srv}
+	srv := &Engine{cfg: Config{Sandbox: &kernel.SandboxOptions{}}, workDir: work}
+	ss := &Session{eng: srv}
 
 	// Checked while the folders are real, used after they are links.
-	w, err := ss.resolvePath("out/deeper/x.txt", writePath)
+	w, err := ss.ResolvePath("out/deeper/x.txt", WriteAccess)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := ss.resolvePath("in/code.py", readPath)
+	r, err := ss.ResolvePath("in/code.py", ReadAccess)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := r.readFile("run", 0); err != nil || string(b) != "INSIDE" {
+	if b, err := r.ReadFile("run", 0); err != nil || string(b) != "INSIDE" {
 		t.Fatalf("read before the swap: %q, %v", b, err)
 	}
 	for _, d := range []string{"out", "in"} {
@@ -51,13 +51,13 @@ func TestToolPathRefusesSymlinkSwappedIn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.writeFile([]byte("LEAK"), 0o666); err == nil || !strings.Contains(err.Error(), "leads outside") || !strings.Contains(err.Error(), "--sandbox") {
+	if err := w.WriteFile([]byte("LEAK"), 0o666); err == nil || !strings.Contains(err.Error(), "leads outside") || !strings.Contains(err.Error(), "--sandbox") {
 		t.Errorf("write through the swapped link: %v", err)
 	}
-	if b, err := r.readFile("run", 0); err == nil || !strings.Contains(err.Error(), "leads outside") || strings.Contains(string(b), "OUTSIDE") {
+	if b, err := r.ReadFile("run", 0); err == nil || !strings.Contains(err.Error(), "leads outside") || strings.Contains(string(b), "OUTSIDE") {
 		t.Errorf("read through the swapped link: %q, %v", b, err)
 	}
-	if err := r.checkFile("load", 0); err == nil || !strings.Contains(err.Error(), "leads outside") {
+	if err := r.CheckFile("load", 0); err == nil || !strings.Contains(err.Error(), "leads outside") {
 		t.Errorf("check through the swapped link: %v", err)
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
@@ -69,7 +69,7 @@ func TestToolPathRefusesSymlinkSwappedIn(t *testing.T) {
 	if err := os.Symlink("out.away", filepath.Join(work, "out")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.writeFile([]byte("OK"), 0o666); err != nil {
+	if err := w.WriteFile([]byte("OK"), 0o666); err != nil {
 		t.Errorf("write through a link inside: %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(work, "out.away", "deeper", "x.txt")); string(b) != "OK" {
@@ -105,17 +105,17 @@ func TestToolPathKeepsHiddenUnderAllowedFolder(t *testing.T) {
 		}
 	}
 	t.Setenv("KERNEL_MCP_RUNTIME_DIR", runtime)
-	srv := &Server{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{shared}, Hide: []string{secret}}}, workDir: work}
-	ss := &Session{srv: srv}
+	srv := &Engine{cfg: Config{Sandbox: &kernel.SandboxOptions{ReadOnly: []string{shared}, Hide: []string{secret}}}, workDir: work}
+	ss := &Session{eng: srv}
 
-	if got, err := ss.resolvePath(filepath.Join(runtime, "kernel-1", "kernel.json"), readPath); err == nil || !strings.Contains(err.Error(), "hides") {
+	if got, err := ss.ResolvePath(filepath.Join(runtime, "kernel-1", "kernel.json"), ReadAccess); err == nil || !strings.Contains(err.Error(), "hides") {
 		t.Errorf("a kernel's runtime dir: %v, %v; want a refusal saying it is hidden", got, err)
 	}
-	p, err := ss.resolvePath(filepath.Join(shared, "d", "f"), readPath)
+	p, err := ss.ResolvePath(filepath.Join(shared, "d", "f"), ReadAccess)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := p.readFile("run", 0); err != nil || string(b) != "SHOWN" {
+	if b, err := p.ReadFile("run", 0); err != nil || string(b) != "SHOWN" {
 		t.Fatalf("before the swap: %q, %v", b, err)
 	}
 	if err := os.Rename(filepath.Join(shared, "d"), filepath.Join(shared, "d.away")); err != nil {
@@ -124,10 +124,10 @@ func TestToolPathKeepsHiddenUnderAllowedFolder(t *testing.T) {
 	if err := os.Symlink("secret", filepath.Join(shared, "d")); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := p.readFile("run", 0); err == nil || !strings.Contains(err.Error(), "hides") || strings.Contains(string(b), "SECRET") {
+	if b, err := p.ReadFile("run", 0); err == nil || !strings.Contains(err.Error(), "hides") || strings.Contains(string(b), "SECRET") {
 		t.Errorf("read through a link into the hidden folder: %q, %v", b, err)
 	}
-	if err := p.checkFile("load", 0); err == nil || !strings.Contains(err.Error(), "hides") {
+	if err := p.CheckFile("load", 0); err == nil || !strings.Contains(err.Error(), "hides") {
 		t.Errorf("check through a link into the hidden folder: %v", err)
 	}
 }

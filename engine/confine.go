@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"errors"
@@ -17,18 +17,18 @@ import (
 // Sandbox.ReadOnly path. Sessions that give no cwd share the server's work
 // directory, StateDir/work, so that any warm kernel fits any session.
 
-// pathAccess says what a tool does with a path.
-type pathAccess int
+// Access says what a tool does with a path.
+type Access int
 
 const (
-	readPath pathAccess = iota
-	writePath
+	ReadAccess Access = iota
+	WriteAccess
 )
 
 // initSandbox prepares the work directory under --sandbox: StateDir/work,
 // or a temporary directory removed by Close when histories are kept in
 // memory only.
-func (s *Server) initSandbox() error {
+func (s *Engine) initSandbox() error {
 	if s.cfg.Sandbox == nil {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (s *Server) initSandbox() error {
 // rewrite histories; its own work directory is bound back on top), or,
 // when histories are kept in memory, the temporary work directory, where
 // the other sessions' folders are.
-func (s *Server) sandboxOptions() *kernel.SandboxOptions {
+func (s *Engine) sandboxOptions() *kernel.SandboxOptions {
 	if s.cfg.Sandbox == nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func (s *Server) sandboxOptions() *kernel.SandboxOptions {
 // hiddenPaths are what the kernels never see, whatever --sandbox-allow
 // shows: the configured ones (the tokens file, every user's state), this
 // server's state directory, and its work directory.
-func (s *Server) hiddenPaths() []string {
+func (s *Engine) hiddenPaths() []string {
 	out := append([]string(nil), s.cfg.Sandbox.Hide...)
 	if s.cfg.StateDir != "" {
 		if abs, err := filepath.Abs(s.cfg.StateDir); err == nil {
@@ -95,7 +95,7 @@ func (s *Server) hiddenPaths() []string {
 // Under the sandbox it must be inside the work directory: a session
 // restored from an unsandboxed run may name any directory, and binding it
 // read-write would undo the sandbox.
-func (s *Server) kernelDir(c kernelChoice) (string, error) {
+func (s *Engine) kernelDir(c Choice) (string, error) {
 	if s.cfg.Sandbox == nil {
 		return c.Cwd, nil
 	}
@@ -118,7 +118,7 @@ func (s *Server) kernelDir(c kernelChoice) (string, error) {
 // created one folder at a time below the work directory without following
 // a symlink, so neither a link that leads out nor one swapped in meanwhile
 // makes a folder outside.
-func (s *Server) sandboxCwd(cwd string) (string, error) {
+func (s *Engine) sandboxCwd(cwd string) (string, error) {
 	p := cwd
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(s.workDir, p)
@@ -152,8 +152,8 @@ func (ss *Session) cwd() (string, error) {
 	if ss.choice.Cwd != "" {
 		return ss.choice.Cwd, nil
 	}
-	if ss.srv.workDir != "" {
-		return ss.srv.workDir, nil
+	if ss.eng.workDir != "" {
+		return ss.eng.workDir, nil
 	}
 	return filepath.Abs(".")
 }
@@ -163,22 +163,22 @@ func (ss *Session) cwd() (string, error) {
 // directory that leads out is refused like the path it leads to. It
 // returns the path with the folder it was found in (the working
 // directory, or for a read a --sandbox-allow path) and where in it, so
-// that the I/O goes through that folder (toolPath) and a symlink swapped
+// that the I/O goes through that folder (ToolPath) and a symlink swapped
 // in after this check cannot lead it out.
 //
 // An allowed folder may hold what is hidden, and a folder the kernel
 // writes in (its runtime dir, under an allowed /tmp): a read there also
 // keeps the hidden paths, to check what it opened against them.
-func (ss *Session) confine(abs, base string, access pathAccess) (toolPath, error) {
-	tp := toolPath{abs: abs}
+func (ss *Session) confine(abs, base string, access Access) (ToolPath, error) {
+	tp := ToolPath{abs: abs}
 	real, err := realPath(abs)
 	if err != nil {
-		return toolPath{}, fmt.Errorf("path %s could not be checked against the sandbox (a folder of it may have changed meanwhile): %v", abs, err)
+		return ToolPath{}, fmt.Errorf("path %s could not be checked against the sandbox (a folder of it may have changed meanwhile): %v", abs, err)
 	}
 	// A session restored from an unsandboxed run may have its cwd
 	// anywhere: it is no root to write in.
-	if _, err := ss.srv.kernelDir(ss.choice); err != nil {
-		return toolPath{}, err
+	if _, err := ss.eng.kernelDir(ss.choice); err != nil {
+		return ToolPath{}, err
 	}
 	in := func(dir string) bool {
 		if !within(real, dir) {
@@ -194,33 +194,33 @@ func (ss *Session) confine(abs, base string, access pathAccess) (toolPath, error
 	if rb, err := filepath.EvalSymlinks(base); err == nil && in(rb) {
 		return tp, nil
 	}
-	if access == readPath {
+	if access == ReadAccess {
 		// What the kernels never see, the tools do not read either, even
 		// under an allowed parent.
-		for _, h := range ss.srv.hiddenPaths() {
+		for _, h := range ss.eng.hiddenPaths() {
 			rh, err := filepath.EvalSymlinks(h)
 			if err != nil {
 				continue
 			}
 			tp.hidden = append(tp.hidden, rh)
 			if within(real, rh) {
-				return toolPath{}, hiddenError(abs, rh)
+				return ToolPath{}, hiddenError(abs, rh)
 			}
 		}
-		for _, a := range ss.srv.cfg.Sandbox.ReadOnly {
+		for _, a := range ss.eng.cfg.Sandbox.ReadOnly {
 			if ra, err := filepath.EvalSymlinks(a); err == nil && in(ra) {
 				return tp, nil
 			}
 		}
 	}
 	where := "the session's working directory " + base
-	if access == readPath && len(ss.srv.cfg.Sandbox.ReadOnly) > 0 {
-		where += " or a --sandbox-allow path (" + strings.Join(ss.srv.cfg.Sandbox.ReadOnly, ", ") + ")"
+	if access == ReadAccess && len(ss.eng.cfg.Sandbox.ReadOnly) > 0 {
+		where += " or a --sandbox-allow path (" + strings.Join(ss.eng.cfg.Sandbox.ReadOnly, ", ") + ")"
 	}
 	if real != abs {
-		return toolPath{}, fmt.Errorf("path %s leads to %s, outside %s: under --sandbox files are read and written only there", abs, real, where)
+		return ToolPath{}, fmt.Errorf("path %s leads to %s, outside %s: under --sandbox files are read and written only there", abs, real, where)
 	}
-	return toolPath{}, fmt.Errorf("path %s is outside %s: under --sandbox files are read and written only there", abs, where)
+	return ToolPath{}, fmt.Errorf("path %s is outside %s: under --sandbox files are read and written only there", abs, where)
 }
 
 // hiddenError refuses to read path, which is in hidden.
@@ -255,36 +255,4 @@ func within(p, root string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, root+string(filepath.Separator))
-}
-
-// sandboxInstructions tells the assistant, in the server's instructions,
-// what the sandbox allows, so it does not spend calls finding out.
-func sandboxInstructions(cfg Config) string {
-	if cfg.Sandbox == nil {
-		return ""
-	}
-	net := "Code has no network (install_package cannot work)"
-	if cfg.Sandbox.Network {
-		net = "Code has the network, but the interpreter is read-only"
-	}
-	return "\nThis server runs code in a sandbox: files can be written only in the session's working directory (the default one is shared by sessions without a cwd), " +
-		"the home directory is empty, the rest of the filesystem is read-only. " + net + ". Tools' paths must lie in the working directory."
-}
-
-// sandboxInstallError is why install_package cannot work under the
-// sandbox: pip needs the network, which the kernel does not have.
-func (s *Server) sandboxInstallError() error {
-	if s.cfg.Sandbox == nil || s.cfg.Sandbox.Network {
-		return nil
-	}
-	return errors.New("install_package cannot work under --sandbox: the kernel has no network, so pip cannot download anything. " +
-		"Install the package into the interpreter outside the sandbox (or start the server with --sandbox-network)")
-}
-
-// sandboxInstallNote explains a failed pip run under the sandbox.
-func (s *Server) sandboxInstallNote() string {
-	if s.cfg.Sandbox == nil {
-		return ""
-	}
-	return "\nNote: under --sandbox the interpreter's files are read-only; pip can only install into the sandbox's private home (--user), which is lost when the kernel restarts."
 }

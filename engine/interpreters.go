@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 
 // initAllowedPythons fixes the interpreters sessions may name under the
 // sandbox. It runs none of them. Call after initSandbox.
-func (s *Server) initAllowedPythons() {
+func (s *Engine) initAllowedPythons() {
 	if s.cfg.Sandbox == nil {
 		return
 	}
@@ -72,7 +72,7 @@ func lookPython(p string) string {
 // kernelWritable reports whether p lies where a kernel, or another user's
 // kernel, may write: the sandbox's work directory, the server's state
 // directory, or a path the sandbox hides (every user's state).
-func (s *Server) kernelWritable(p string) bool {
+func (s *Engine) kernelWritable(p string) bool {
 	if p == "" {
 		return false
 	}
@@ -100,7 +100,7 @@ func (s *Server) kernelWritable(p string) bool {
 // checkPython refuses, under the sandbox, a python that is not one of the
 // interpreters fixed at start. The answer depends only on the path named,
 // never on what is there, and nothing is run.
-func (s *Server) checkPython(python string) error {
+func (s *Engine) checkPython(python string) error {
 	if s.cfg.Sandbox == nil || python == "" {
 		return nil
 	}
@@ -118,7 +118,7 @@ func (s *Server) checkPython(python string) error {
 
 // checkKernelspec refuses, under the sandbox, a kernelspec that lies where
 // a kernel may write: its python would be inspected outside the sandbox.
-func (s *Server) checkKernelspec(sp kernelspec.Spec) error {
+func (s *Engine) checkKernelspec(sp kernelspec.Spec) error {
 	if s.cfg.Sandbox == nil {
 		return nil
 	}

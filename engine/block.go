@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+)
+
+// Block is what one code block's execution came to: the kernel's result,
+// how it ended, the notes the user must read (a fresh kernel, a death, a
+// timeout), and when it ran. It is the domain result of a run of code; the
+// adapter renders it.
+type Block struct {
+	Session string
+	Run     string
+	Code    string
+	Source  string // "" for code sent as is; "file:PATH", "rerun", "notebook:PATH"
+	// Result is the kernel's: outputs in order, the error. Never nil.
+	Result *kernel.ExecuteResult
+	// Status is ok, error, timeout or interrupted.
+	Status string
+	// Note is what the user must be told about this run beyond its
+	// outputs, one line per matter; "" when nothing.
+	Note       string
+	Start, End time.Time
+	Generation int // the kernel process it ran in (history.Entry.Generation)
+	// Shown is what of the block's stream output earlier hand-offs of the
+	// run already delivered (see StreamShown.SkipFor).
+	Shown StreamShown
+}
+
+// RunStatus is the block's status, for the run_finished event.
+func (b *Block) RunStatus() string { return b.Status }
+
+// Elapsed is how long the block ran.
+func (b *Block) Elapsed() time.Duration { return b.End.Sub(b.Start) }
+
+// RunBlock executes one block as (part of) run r, whose execution right it
+// holds, and records it in the session's history. The session's kernel is
+// started if none runs; a death, a timeout or an ignored interrupt is
+// reported in the block, and the session stays usable. The error is for
+// failures to run at all (no kernel could be started).
+func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Duration) (*Block, error) {
+	ss, s := r.ss, r.ss.eng
+	k, _, err := ss.Kernel(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
+	}
+	out := &Block{Session: ss.id, Run: r.id, Code: code, Source: source}
+	gen := ss.Generation()
+	var notes []string
+	if note := ss.TakeRestoreNote(); note != "" {
+		notes = append(notes, note)
+	}
+	if lost := ss.TakeUnreported(); lost != nil {
+		notes = append(notes, lostNote(lost, ss.EarlierBlocks()))
+	}
+
+	runCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	ss.mu.Lock()
+	ss.lastInterrupt = time.Time{} // the debounce is per run
+	ss.mu.Unlock()
+	start := time.Now()
+	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
+		OnEvent:        r.event,
+		OnInput:        r.onInput,
+		MaxStreamBytes: max(4*s.cfg.OutputLimit, 2*HistoryTextLimit),
+		MaxOutputs:     MaxOutputs,
+	})
+	end := time.Now()
+	out.Start, out.End, out.Generation = start, end, gen
+
+	var execErr *kernel.ExecError
+	switch {
+	case err == nil:
+		out.Status = "ok"
+	case errors.As(err, &execErr) && !res.Interrupted:
+		out.Status = "error"
+	case s.ctx.Err() != nil && (errors.Is(err, kernel.ErrKernelDied) || errors.Is(err, kernel.ErrClosed) || errors.Is(err, context.Canceled)):
+		// The server is stopping: the run is cut short, and recorded with
+		// what it printed so far.
+		out.Status = "interrupted"
+		notes = append(notes, "The server stopped during this run; its kernel was shut down.")
+		if res == nil {
+			res = &kernel.ExecuteResult{}
+		}
+		res.Error = nil
+	case errors.Is(err, kernel.ErrKernelDied):
+		out.Status = "error"
+		ss.MarkDead(k, err)
+		notes = append(notes, fmt.Sprintf("%v — variables lost, history kept. The next call starts a fresh kernel.", err))
+		if res == nil {
+			res = &kernel.ExecuteResult{}
+		}
+		if res.Error == nil {
+			res.Error = &kernel.ExecError{EName: "KernelDied", EValue: err.Error()}
+		}
+	case errors.Is(err, kernel.ErrNotStarted):
+		// The kernel was busy with something else (a status probe) and
+		// never took this request up before the cancellation.
+		out.Status = statusFor(runCtx, ctx)
+		notes = append(notes, "The run was stopped before the kernel started it; the kernel may still run it once it is free. The namespace was kept.")
+		if res == nil {
+			res = &kernel.ExecuteResult{}
+		}
+		res.Error = nil
+	case errors.Is(err, kernel.ErrNoReply):
+		out.Status = "interrupted"
+		if ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+			out.Status = "timeout"
+		}
+		notes = append(notes, "The kernel ended this run without a reply (an interrupt arrived while it was handling another). The namespace was kept.")
+		res.Error = nil
+	case errors.Is(err, kernel.ErrInterruptIgnored):
+		out.Status = statusFor(runCtx, ctx)
+		rerr := ss.ForceRestart(context.WithoutCancel(ctx))
+		msg := fmt.Sprintf("The kernel ignored the interrupt for %v, so it was restarted: all variables were lost (history is kept).", s.cfg.InterruptGrace)
+		if rerr != nil {
+			msg = fmt.Sprintf("The kernel ignored the interrupt for %v and could not be restarted (%v); the next call starts a fresh kernel. All variables were lost (history is kept).", s.cfg.InterruptGrace, rerr)
+		}
+		notes = append(notes, runStopped(out.Status, timeout)+" "+msg)
+	case res != nil && res.Interrupted:
+		out.Status = statusFor(runCtx, ctx)
+		notes = append(notes, runStopped(out.Status, timeout)+" The namespace was kept: variables defined before the interruption still exist.")
+		res.Error = nil // the KeyboardInterrupt is ours, not the code's
+	default:
+		return nil, fmt.Errorf("session %q: %v", ss.id, err)
+	}
+	out.Note = strings.Join(notes, "\n")
+	if res == nil {
+		res = &kernel.ExecuteResult{}
+	}
+	out.Result = res
+	out.Shown = r.ConsumeShown()
+	s.record(ss, historyEntry(code, source, res, out.Status, out.Note, gen, start, end))
+	return out, nil
+}
+
+// statusFor tells a timeout (the run's own deadline) from a cancellation by
+// the client.
+func statusFor(runCtx, callCtx context.Context) string {
+	if callCtx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return "interrupted"
+}
+
+func runStopped(status string, timeout time.Duration) string {
+	if status == "timeout" {
+		return fmt.Sprintf("Execution timed out after %v and was interrupted.", timeout)
+	}
+	return "Execution was cancelled and interrupted."
+}

@@ -1,0 +1,297 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+)
+
+// Create registers a new session that runs choice, and starts its kernel
+// in the caller's turn (place). A session that exists is an error, unless
+// a delete queued before this call is about to remove it: Create then
+// waits for it. When the kernel cannot start, the session is gone again.
+func (s *Engine) Create(ctx context.Context, id string, choice Choice, place Place) (*Session, error) {
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	if choice.Kernel != "" && choice.Python != "" {
+		return nil, errors.New("give kernel or python, not both")
+	}
+	if err := s.checkChoice(choice); err != nil {
+		return nil, err
+	}
+	if choice.Cwd != "" && s.cfg.Sandbox != nil {
+		cwd, err := s.sandboxCwd(choice.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		choice.Cwd = cwd
+	} else if choice.Cwd != "" {
+		st, err := os.Stat(choice.Cwd)
+		if err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("cwd %q is not a directory", choice.Cwd)
+		}
+		// Kept absolute: the history file keeps it for a server that may
+		// start elsewhere, and paths resolved against it are shown.
+		if choice.Cwd, err = filepath.Abs(choice.Cwd); err != nil {
+			return nil, fmt.Errorf("cwd %q: %v", choice.Cwd, err)
+		}
+	}
+	var ss *Session
+	for ss == nil {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errShuttingDown
+		}
+		old, ok := s.sessions[id]
+		if !ok {
+			ss = s.newSession(id, choice)
+			err := s.register(ss)
+			s.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+		s.mu.Unlock()
+		if !old.deleteQueued() {
+			return nil, fmt.Errorf("session %q already exists; use it, or delete_session first", id)
+		}
+		// A delete sent before this call has yet to run: wait for it,
+		// keeping this call's place (none here), so that calls sent
+		// after this one find the session this call creates.
+		release, err := s.WaitTurn(ctx, old, nil)
+		if err == nil {
+			release()
+		}
+		if old.CheckRegistered() == nil {
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("session %q already exists; use it, or delete_session first", id)
+		}
+	}
+
+	release, err := s.WaitTurn(ctx, ss, place)
+	if err != nil {
+		s.mu.Lock()
+		s.unregister(ss)
+		s.mu.Unlock()
+		return nil, err
+	}
+	defer release()
+	if _, _, err := ss.Kernel(ctx); err != nil {
+		s.mu.Lock()
+		s.unregister(ss)
+		s.mu.Unlock()
+		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", id, err)
+	}
+	return ss, nil
+}
+
+// Delete takes its turn in the session's queue (runs queued before it
+// finish first, calls queued after it find the session gone), forgets the
+// session and its history file, and shuts its kernel down.
+func (s *Engine) Delete(ctx context.Context, ss *Session, place Place) error {
+	j := newJob()
+	j.deletes = true
+	release, err := s.waitTurnAs(ctx, ss, place, j)
+	if err != nil {
+		return err
+	}
+	defer release()
+	s.mu.Lock()
+	s.unregister(ss)
+	s.mu.Unlock()
+	if err := ss.StopKernel(); err != nil {
+		return fmt.Errorf("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
+	}
+	return nil
+}
+
+// Reset gives the session a fresh kernel in its turn, and with
+// clearHistory an empty history too; it returns what it did. A session
+// attached to a shared kernel is restarted only with force.
+func (s *Engine) Reset(ctx context.Context, ss *Session, place Place, clearHistory, force bool) (string, error) {
+	if err := ss.SharedKernelRefusal(force); err != nil {
+		return "", err
+	}
+	release, err := s.WaitTurn(ctx, ss, place)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	if err := ss.Restart(ctx); err != nil {
+		return "", fmt.Errorf("session %q: restart failed: %v", ss.id, err)
+	}
+	msg := "Kernel restarted: the namespace is empty; history is kept."
+	if clearHistory {
+		err := s.clearHistory(ss)
+		if err != nil && !errors.Is(err, history.ErrNotDurable) {
+			return "", fmt.Errorf("session %q: kernel restarted, but the history could not be cleared: %v", ss.id, err)
+		}
+		msg = "Session reset: fresh kernel, empty namespace, history cleared."
+		if err != nil {
+			msg += fmt.Sprintf(" The history file was rewritten, but: %v", err)
+		}
+	}
+	return msg, nil
+}
+
+// interruptDebounce is the least time between two interrupts of a session.
+const interruptDebounce = time.Second
+
+// Interrupt interrupts the code running in the session, at once (it takes
+// no turn), and returns what it did. sent is false when nothing was sent.
+func (s *Engine) Interrupt(ctx context.Context, ss *Session) (msg string, sent bool, err error) {
+	ss.mu.Lock()
+	k := ss.k
+	ss.mu.Unlock()
+	if k == nil {
+		return "Nothing to interrupt: session " + ss.id + " has no running kernel.", false, nil
+	}
+	// A run is in progress while it holds the execution right.
+	if ss.CurrentRun() == nil && k.State() != "busy" {
+		return "Nothing is running in session " + ss.id + "; no interrupt was sent.", false, nil
+	}
+	// One interrupt per second at most: a second SIGINT landing while
+	// ipykernel handles the first makes it drop the run's reply.
+	ss.mu.Lock()
+	since := time.Since(ss.lastInterrupt)
+	recent := since < interruptDebounce
+	if !recent {
+		ss.lastInterrupt = time.Now()
+	}
+	ss.mu.Unlock()
+	if recent {
+		return fmt.Sprintf("An interrupt was sent %d ms ago; the run is stopping. The namespace is kept.", since.Milliseconds()), false, nil
+	}
+	if err := k.Interrupt(ctx); err != nil {
+		return "", false, fmt.Errorf("session %q: interrupt failed: %v", ss.id, err)
+	}
+	return "Interrupt sent; the namespace is kept.", true, nil
+}
+
+// Install is what pip made of an install: its exit code (-1 when unknown)
+// and output, cut to Config.OutputLimit.
+type Install struct {
+	ExitCode int
+	Output   string
+}
+
+// Install runs pip in the session's kernel, in the caller's turn: in the
+// kernel's own interpreter, or as %pip on a gateway kernel.
+func (ss *Session) Install(ctx context.Context, name string) (Install, error) {
+	out := Install{ExitCode: -1}
+	k, _, err := ss.Kernel(ctx)
+	if err != nil {
+		return out, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
+	}
+	// pip runs in the kernel's own interpreter, as a subprocess with an
+	// argument list: no shell sees the name.
+	ecExpr := "_kmcp_r.returncode"
+	code := fmt.Sprintf(`import subprocess as _kmcp_sp, sys as _kmcp_sys, importlib as _kmcp_il
+_kmcp_r = _kmcp_sp.run([_kmcp_sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", %q], capture_output=True, text=True)
+print(_kmcp_r.stdout, end="")
+print(_kmcp_r.stderr, end="", file=_kmcp_sys.stderr)
+_kmcp_il.invalidate_caches()
+`, name)
+	if pipViaMagic(k) {
+		code, ecExpr = pipMagic(name), "_exit_code"
+	}
+	res, err := k.Execute(ctx, code, kernel.ExecuteOptions{Silent: true, UserExpressions: map[string]string{"ec": ecExpr}})
+	if err != nil && !errors.As(err, new(*kernel.ExecError)) {
+		if errors.Is(err, kernel.ErrKernelDied) {
+			ss.MarkDead(k, err)
+		}
+		return out, fmt.Errorf("session %q: pip did not finish: %v", ss.id, err)
+	}
+	if ec, ok := res.UserExpressions["ec"]; ok {
+		var v struct {
+			Status string            `json:"status"`
+			Data   map[string]string `json:"data"`
+		}
+		if json.Unmarshal(ec, &v) == nil && v.Status == "ok" {
+			fmt.Sscan(v.Data["text/plain"], &out.ExitCode)
+		}
+	}
+	out.Output, _ = history.CutMiddle(history.PlainText(StreamText(res, "")), ss.eng.cfg.OutputLimit)
+	return out, nil
+}
+
+// StreamText joins the stream outputs of one name ("" for all).
+func StreamText(res *kernel.ExecuteResult, name string) string {
+	var b strings.Builder
+	for _, o := range res.Outputs {
+		if o.Type == kernel.OutputStream && (name == "" || o.Name == name) {
+			b.WriteString(o.Text)
+		}
+	}
+	return b.String()
+}
+
+// HistoryLen is the number of entries in the session's history.
+func (ss *Session) HistoryLen() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.hist)
+}
+
+// Record appends an entry to the session's history (run_notebook's cells
+// that are not run).
+func (ss *Session) Record(e history.Entry) { ss.eng.record(ss, e) }
+
+// DeleteHistory removes entries [start:end) of the history (Python slice
+// rules), or with end nil the one at start, which must exist; the caller
+// holds the session's turn. It returns how many it removed and how many
+// remain; a history file that could not be rewritten durably is reported
+// with history.ErrNotDurable (the entries are gone either way).
+func (ss *Session) DeleteHistory(start, end *int) (removed, left int, err error) {
+	ss.mu.Lock()
+	n := len(ss.hist)
+	var lo, hi int
+	if end == nil {
+		// Just the block at start, which must exist.
+		i := *start
+		if i < 0 {
+			i += n
+		}
+		if i < 0 || i >= n {
+			ss.mu.Unlock()
+			return 0, n, fmt.Errorf("no block at index %d: session %q has %d (indices 0 to %d, or -1 to -%d)", *start, ss.id, n, n-1, n)
+		}
+		lo, hi = i, i+1
+	} else {
+		lo, hi = history.Slice(n, start, end)
+	}
+	kept := append(append([]history.Entry(nil), ss.hist[:lo]...), ss.hist[hi:]...)
+	ss.mu.Unlock()
+	err = ss.eng.rewriteHistory(ss, kept)
+	if err != nil && !errors.Is(err, history.ErrNotDurable) {
+		return hi - lo, len(kept), fmt.Errorf("blocks deleted in memory, but the history file could not be rewritten: %v", err)
+	}
+	return hi - lo, len(kept), err
+}
+
+// KernelInfo is what the session knows of its kernel once started.
+func (ss *Session) KernelInfo() KernelInfo {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.info
+}
+
+// PythonAllowed reports whether a session may name interpreter p (always,
+// without the sandbox).
+func (s *Engine) PythonAllowed(p string) bool {
+	return s.cfg.Sandbox == nil || slices.Contains(s.allowedPythons, p)
+}

@@ -1,0 +1,139 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Progress notifications. While a run goes on, the call waiting on it gets
+// notifications/progress every second with the newest line the code
+// printed, when it asked for progress (a progress token). Calls waiting on
+// one run at once (a run_code and a wait_run from another connection)
+// stack: the newest listens, and when it leaves, the one before it again.
+// The lines come from the engine's event stream.
+
+// attachment is a call now waiting on a run: progress notifications and
+// elicitation go to it.
+type attachment struct {
+	session *mcp.ServerSession
+	token   any // progress token; nil when the call asked for none
+	ticks   int
+}
+
+func attachmentOf(req *mcp.CallToolRequest) *attachment {
+	if req == nil || req.Session == nil {
+		return nil
+	}
+	return &attachment{session: req.Session, token: req.Params.GetProgressToken()}
+}
+
+// attach makes a call the run's listener until detach.
+func (s *Server) attach(r *engine.Run, a *attachment) (detach func()) {
+	if a == nil {
+		return func() {}
+	}
+	s.listenMu.Lock()
+	s.listeners[r] = append(s.listeners[r], a)
+	s.listenMu.Unlock()
+	return func() {
+		s.listenMu.Lock()
+		l := slices.DeleteFunc(s.listeners[r], func(l *attachment) bool { return l == a })
+		if len(l) == 0 {
+			delete(s.listeners, r)
+		} else {
+			s.listeners[r] = l
+		}
+		s.listenMu.Unlock()
+	}
+}
+
+// listener is the call that gets the run's progress now, with its tick
+// counted: the newest waiting, or nil.
+func (s *Server) listener(r *engine.Run) (a *attachment, ticks int) {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	l := s.listeners[r]
+	if len(l) == 0 {
+		return nil, 0
+	}
+	a = l[len(l)-1]
+	a.ticks++
+	return a, a.ticks
+}
+
+// watchProgress follows run r on the event stream until it finishes (or
+// the engine closes), and sends progress every second once it has started.
+// It subscribes after the run was queued, so it first catches up from the
+// run's state, and again whenever its buffer overflowed.
+func (s *Server) watchProgress(r *engine.Run) {
+	sid, rid := r.Session().ID(), r.ID()
+	sub := s.eng.Events().Subscribe(64, func(e *engine.Event) bool {
+		return e.Session == sid && e.Run == rid && (e.Kind == engine.RunStarted || e.Kind == engine.RunFinished ||
+			(e.Kind == engine.RunOutput && e.Output.Type == kernel.OutputStream))
+	})
+	s.progress.Add(1)
+	go func() {
+		defer s.progress.Done()
+		defer sub.Close()
+		v := r.View()
+		started, line := v.Status != engine.StatusQueued, v.LastLine
+		if v.Status == engine.StatusDone {
+			return
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case _, open := <-sub.Ready():
+				for {
+					e, ok := sub.TryNext()
+					if !ok {
+						break
+					}
+					switch e.Kind {
+					case engine.RunStarted:
+						started = true
+					case engine.RunOutput:
+						if l := engine.LastLine(e.Output.Text); l != "" {
+							line = l
+						}
+					case engine.RunFinished:
+						return
+					case engine.Missed:
+						v := r.View()
+						started, line = v.Status != engine.StatusQueued, v.LastLine
+					}
+				}
+				if !open {
+					return
+				}
+			case <-t.C:
+				if started {
+					s.sendProgress(r, line)
+				}
+			}
+		}
+	}()
+}
+
+// sendProgress sends one progress notification to the run's listener, if
+// it asked for progress.
+func (s *Server) sendProgress(r *engine.Run, line string) {
+	a, ticks := s.listener(r)
+	if a == nil || a.token == nil {
+		return
+	}
+	msg := line
+	if msg == "" {
+		msg = fmt.Sprintf("running for %d s", r.View().ElapsedMS/1000)
+	}
+	nctx, cancel := context.WithTimeout(s.eng.Context(), 5*time.Second)
+	a.session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: a.token, Progress: float64(ticks), Message: msg})
+	cancel()
+}
