@@ -239,6 +239,7 @@ func (ss *Session) idleExpired(gen int) {
 	ss.idled = true
 	ss.mu.Unlock()
 	err := k.Close()
+	s.events.Publish(Event{Kind: KernelStopped, Session: ss.id})
 	s.cfg.Logger.Info("stopped an idle kernel", "session", ss.id, "idle_timeout", s.cfg.IdleTimeout, "error", err)
 }
 
@@ -392,6 +393,7 @@ func (ss *Session) Kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 	ss.unreported = lost
 	ss.gen++
 	ss.mu.Unlock()
+	ss.eng.events.Publish(Event{Kind: KernelStarted, Session: ss.id, Pid: k.Pid()})
 	return k, lost, nil
 }
 
@@ -496,12 +498,16 @@ func (ss *Session) MarkDead(k *kernel.Kernel, why error) {
 		return
 	}
 	ss.mu.Lock()
-	if ss.k == k {
+	mine := ss.k == k
+	if mine {
 		ss.k = nil
 		ss.died = why
 	}
 	ss.mu.Unlock()
 	k.Close()
+	if mine {
+		ss.eng.events.Publish(Event{Kind: KernelDied, Session: ss.id, Err: why})
+	}
 }
 
 // stopKernel shuts the kernel down, if one runs, and disarms the idle timer.
@@ -514,7 +520,9 @@ func (ss *Session) StopKernel() error {
 	if k == nil {
 		return nil
 	}
-	return k.Close()
+	err := k.Close()
+	ss.eng.events.Publish(Event{Kind: KernelStopped, Session: ss.id, Err: err})
+	return err
 }
 
 // restart gives the session a fresh kernel process, starting one if none
@@ -539,6 +547,7 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 				ss.gen++
 				ss.mu.Unlock()
 				ss.eng.pool.retire(k, force)
+				ss.eng.events.Publish(Event{Kind: KernelRestarted, Session: ss.id, Pid: w.k.Pid()})
 				return nil
 			}
 			ss.mu.Unlock()
@@ -553,6 +562,7 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 			ss.died, ss.unreported = nil, nil
 			ss.gen++
 			ss.mu.Unlock()
+			ss.eng.events.Publish(Event{Kind: KernelRestarted, Session: ss.id, Pid: k.Pid()})
 			return nil
 		}
 		ss.MarkDead(k, nil)
