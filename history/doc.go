@@ -1,5 +1,6 @@
 // Package history is a session's record: entries, Python-style slicing,
-// renderers (transcript, script, notebook), on-disk persistence.
+// renderers (transcript, script, notebook), a notebook reader, on-disk
+// persistence.
 //
 // A session appends one [Entry] per executed block and renders any slice of
 // them, numbered from [1] the way python-repl-mcp does:
@@ -18,7 +19,8 @@
 //	// 1
 //
 // The package knows nothing about kernels or MCP: [Transcript], [Script] and
-// [Notebook] are pure functions of the entries, and a [Store] keeps one
-// session's entries in an append-only JSON-lines file so a restarted server
-// can reopen them.
+// [Notebook] are pure functions of the entries, [ParseNotebook] reads the
+// cells of a notebook or py:percent script back from its bytes, and a
+// [Store] keeps one session's entries in an append-only JSON-lines file so
+// a restarted server can reopen them.
 package history

@@ -133,58 +133,6 @@ func TestImageDownscalePNG(t *testing.T) {
 	t.Logf("%d bytes → %dx%d, %d bytes", len(full), cfg.Width, cfg.Height, len(img.Data))
 }
 
-func TestImageScaledSizeKeepsAspect(t *testing.T) {
-	for _, tc := range [][2]int{{3000, 2000}, {2000, 3000}, {1000, 1}, {1, 1000}, {7, 5}, {2, 2}, {4096, 17}} {
-		for _, s := range []float64{0.999, 0.5, 0.333, 0.01, 0.0001} {
-			w, h := scaledSize(tc[0], tc[1], s)
-			if w < 1 || h < 1 || (w >= tc[0] && h >= tc[1] && tc[0]*tc[1] > 1) || w > tc[0] || h > tc[1] {
-				t.Errorf("scaledSize(%v, %v) = %dx%d", tc, s, w, h)
-			}
-			if w > 1 && h > 1 {
-				if d := float64(h) - float64(w)*float64(tc[1])/float64(tc[0]); d > 1 || d < -1 {
-					t.Errorf("scaledSize(%v, %v) = %dx%d: aspect ratio off by %.2f px", tc, s, w, h, d)
-				}
-			}
-		}
-	}
-}
-
-// The box filter averages: a 2x2 checkerboard of black and white halves to
-// mid-gray, and transparent pixels do not darken opaque ones.
-func TestImageResizeAverages(t *testing.T) {
-	src := image.NewRGBA(image.Rect(0, 0, 4, 2))
-	for x := range 4 {
-		for y := range 2 {
-			if (x+y)%2 == 0 {
-				src.SetRGBA(x, y, color.RGBA{255, 255, 255, 255})
-			} else {
-				src.SetRGBA(x, y, color.RGBA{0, 0, 0, 255})
-			}
-		}
-	}
-	dst := resize(src, 2, 1)
-	for x := range 2 {
-		if c := dst.RGBAAt(x, 0); c.R < 126 || c.R > 129 || c.A != 255 {
-			t.Errorf("pixel %d = %v, want mid-gray", x, c)
-		}
-	}
-	// 3 → 2 pixels: the middle one is shared half and half.
-	row := image.NewRGBA(image.Rect(0, 0, 3, 1))
-	row.SetRGBA(0, 0, color.RGBA{0, 0, 0, 255})
-	row.SetRGBA(1, 0, color.RGBA{90, 90, 90, 255})
-	row.SetRGBA(2, 0, color.RGBA{180, 180, 180, 255})
-	got := resize(row, 2, 1)
-	if a, b := got.RGBAAt(0, 0).R, got.RGBAAt(1, 0).R; a != 30 || b != 150 {
-		t.Errorf("3→2: %d, %d; want 30, 150", a, b)
-	}
-	// Red over transparent stays pure red, half as opaque.
-	tr := image.NewRGBA(image.Rect(0, 0, 2, 1))
-	tr.SetRGBA(0, 0, color.RGBA{255, 0, 0, 255})
-	if c := color.NRGBAModel.Convert(resize(tr, 1, 1).RGBAAt(0, 0)).(color.NRGBA); c.R != 255 || c.G != 0 || c.A < 127 || c.A > 128 {
-		t.Errorf("red over transparent: %v", c)
-	}
-}
-
 func TestImageJPEGStaysJPEG(t *testing.T) {
 	t.Parallel()
 	const limit = 20_000

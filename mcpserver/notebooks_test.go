@@ -18,7 +18,7 @@ func TestSelectCellsNamesCellsInTheWholeNotebook(t *testing.T) {
 		{"cell_type": "markdown", "source": "Even more"},
 		{"cell_type": "code", "source": "c = 2", "outputs": []},
 		{"cell_type": "code", "source": "d = 3", "outputs": []}]}`)
-	cells, _, err := parseIPynb("nb.ipynb", nb)
+	cells, _, err := history.ParseNotebook("nb.ipynb", nb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,57 +41,18 @@ func TestSelectCellsNamesCellsInTheWholeNotebook(t *testing.T) {
 	}
 }
 
-// jupytext's YAML header is metadata, not code cell 0.
-func TestParsePercentSkipsTheJupytextHeader(t *testing.T) {
-	script := `# ---
-# jupyter:
-#   jupytext:
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
-# %% [markdown]
-# # Analysis
-
-# %%
-x = 1
-
-# %%
-y = x + 1
-`
-	cells, _, err := parsePercent("steps.py", []byte(script))
+// A start on a py:percent script counts its code cells, and the cell it
+// picks keeps its place in the script.
+func TestSelectCellsInAPercentScript(t *testing.T) {
+	script := "# %% [markdown]\n# # Analysis\n\n# %%\nx = 1\n\n# %%\ny = x + 1\n"
+	cells, _, err := history.ParseNotebook("steps.py", []byte(script))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range cells {
-		got = append(got, c.Type+":"+c.Source)
-	}
-	want := []string{"markdown:# Analysis", "code:x = 1", "code:y = x + 1"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("cells %q, want %q", got, want)
 	}
 	start := 1
 	picked, lo, _, codeN := selectCells(cells, &start, nil)
 	if codeN != 2 || lo != 1 || len(picked) != 1 || picked[0].Source != "y = x + 1" || picked[0].Index != 2 {
 		t.Fatalf("start 1 picks %+v (code cells: %d)", picked, codeN)
-	}
-
-	// Text before the first marker that is not such a header stays a cell.
-	for _, pre := range []string{"import os\n", "# --- not a header\nz = 0\n", "# ---\nz = 0\n# ---\n"} {
-		cells, _, err := parsePercent("steps.py", []byte(pre+"\n# %%\nx = 1\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cells) != 2 || cells[0].Type != "code" || cells[1].Source != "x = 1" {
-			t.Errorf("%q: cells %+v, want the leading text as a cell of its own", pre, cells)
-		}
 	}
 }
 
