@@ -616,7 +616,7 @@ func TestToolProfiles(t *testing.T) {
 	}
 }
 
-// TestExampleEDA runs examples/eda, the README's walk-through, against the
+// TestExampleEDA runs examples/eda, the walk-through of docs/walkthrough.md, against the
 // binary under test.
 func TestExampleEDA(t *testing.T) {
 	requirePython(t, "numpy", "pandas", "matplotlib", "statsmodels")

@@ -5,7 +5,7 @@
 //
 //	make build && go run ./examples/eda -server bin/kernel-mcp
 //
-// The README's walk-through is its output.
+// docs/walkthrough.md is its output.
 package main
 
 import (
