@@ -34,7 +34,7 @@ import (
 // of output per result.
 type Config struct {
 	// Python is the default interpreter for new sessions (flag --python,
-	// env PYTHON_MCP_INTERPRETER). Empty: resolved as the README says.
+	// env PYTHON_MCP_INTERPRETER). Empty: resolved as docs/configuration.md says (Which Python runs your code).
 	Python string
 	// Kernel is a default kernelspec name (flag --kernel); wins over Python.
 	Kernel string

@@ -32,7 +32,7 @@ type httpLimits struct {
 	maxConns int
 }
 
-// defaultHTTPLimits are the limits of the HTTP transports; README.md
+// defaultHTTPLimits are the limits of the HTTP transports; docs/configuration.md
 // lists them.
 var defaultHTTPLimits = httpLimits{
 	header:   10 * time.Second,
