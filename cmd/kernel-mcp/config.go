@@ -362,7 +362,7 @@ func (c *config) absolutePaths() error {
 	return nil
 }
 
-// parseUsers reads the multi-user settings (issue 12).
+// parseUsers reads the multi-user settings.
 func parseUsers(cfg *config, get func(string) string) error {
 	cfg.TokensFile = get("tokens-file")
 	if v := get("max-sessions-per-user"); v != "" {
@@ -384,7 +384,7 @@ func parseUsers(cfg *config, get func(string) string) error {
 	return nil
 }
 
-// parseSandbox reads the confinement settings (issue 12).
+// parseSandbox reads the confinement settings.
 func parseSandbox(cfg *config, goos string, get func(string) string) error {
 	var err error
 	if cfg.Sandbox, err = parseSwitch("sandbox", get("sandbox")); err != nil {
