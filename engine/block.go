@@ -70,12 +70,14 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	ss.lastInterrupt = time.Time{} // the debounce is per run
 	ss.mu.Unlock()
 	start := time.Now()
+	r.setExecuting(true)
 	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
 		OnEvent:        r.event,
 		OnInput:        r.onInput,
 		MaxStreamBytes: max(4*s.cfg.OutputLimit, 2*HistoryTextLimit),
 		MaxOutputs:     MaxOutputs,
 	})
+	r.setExecuting(false)
 	end := time.Now()
 	out.Start, out.End, out.Generation = start, end, gen
 

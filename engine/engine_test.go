@@ -130,8 +130,45 @@ func TestEngineEventOrder(t *testing.T) {
 	for len(kinds) < 4 {
 		kinds = append(kinds, next(t, sub).Kind)
 	}
-	if want := []Kind{KernelRestarted, HistoryChanged, SessionDeleted, KernelStopped}; !slices.Equal(kinds, want) {
+	if want := []Kind{KernelRestarted, HistoryChanged, KernelStopped, SessionDeleted}; !slices.Equal(kinds, want) {
 		t.Fatalf("after the run\n got %v\nwant %v", kinds, want)
+	}
+}
+
+// TestEngineRunsDoNotOverlapOnTheStream: a session runs one thing at a
+// time, and its events say so: the next run starts after the previous one
+// finished, never between its end and its run_finished.
+func TestEngineRunsDoNotOverlapOnTheStream(t *testing.T) {
+	e := newTestEngine(t, Config{})
+	sub := e.Events().Subscribe(4096, func(ev *Event) bool { return ev.Kind == RunStarted || ev.Kind == RunFinished })
+	defer sub.Close()
+	ss, err := e.LookupOrCreate("turns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	var last *Run
+	for range n {
+		if last, err = e.StartRun(context.Background(), ss, nil, "test", func(context.Context, *Run) (any, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-last.Done()
+	running := ""
+	for range 2 * n {
+		ev := next(t, sub)
+		switch ev.Kind {
+		case RunStarted:
+			if running != "" {
+				t.Fatalf("%s started while %s had not finished", ev.Run, running)
+			}
+			running = ev.Run
+		case RunFinished:
+			if ev.Run != running {
+				t.Fatalf("%s finished while %q was the one running", ev.Run, running)
+			}
+			running = ""
+		}
 	}
 }
 

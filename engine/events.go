@@ -147,14 +147,24 @@ func (h *Hub) Publish(e Event) {
 	h.cur = Event{} // hold no references between calls
 }
 
+// Seq is the sequence number of the last event published (0 before the
+// first): a subscriber that has read an event with this Seq or a later one
+// has seen everything published so far.
+func (h *Hub) Seq() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
+}
+
 // Subscribe starts a subscription to the events published from now on.
 // buffer is how many events it holds unread (DefaultBuffer if buffer <= 0);
 // past that, events are counted as missed (see Hub). The buffer's memory
 // grows with use, up to that size.
 //
 // filter, if not nil, picks the events to deliver: it is called from Publish
-// under the hub's lock, so it must be cheap, must not block, must not call
-// the Hub or a Subscription, and must not change the event. Events it
+// under the hub's lock (and sometimes under a session's or a run's), so it
+// must be cheap, must not block, must not call the Hub, a Subscription or
+// the engine, and must not change the event. Events it
 // rejects are neither buffered nor counted as missed.
 //
 // Subscribe on a closed hub returns a subscription that has already ended.

@@ -62,21 +62,13 @@ func (s *Engine) record(ss *Session, e history.Entry) {
 	e = history.Cap(e, HistoryTextLimit, HistoryDataLimit)
 	ss.mu.Lock()
 	ss.hist = append(ss.hist, e)
-	store := ss.store
+	store, n := ss.store, len(ss.hist)
 	ss.mu.Unlock()
 	if store != nil {
 		if err := store.Append(e); err != nil {
 			s.cfg.Logger.Error("appending to history file", "session", ss.id, "error", err)
 		}
 	}
-	s.historyChanged(ss)
-}
-
-// historyChanged tells the event stream the session's history changed.
-func (s *Engine) historyChanged(ss *Session) {
-	ss.mu.Lock()
-	n := len(ss.hist)
-	ss.mu.Unlock()
 	s.events.Publish(Event{Kind: HistoryChanged, Session: ss.id, Entries: n})
 }
 
@@ -90,7 +82,7 @@ func (s *Engine) rewriteHistory(ss *Session, entries []history.Entry) error {
 	if store != nil {
 		err = store.Rewrite(meta, entries)
 	}
-	s.historyChanged(ss)
+	s.events.Publish(Event{Kind: HistoryChanged, Session: ss.id, Entries: len(entries)})
 	return err
 }
 
@@ -119,8 +111,9 @@ func (s *Engine) register(ss *Session) error {
 	return nil
 }
 
-// unregister forgets a session and its history file. Call
-// with s.mu held.
+// unregister forgets a session and its history file. Call with s.mu held;
+// the caller publishes session_deleted once the session's kernel is
+// stopped.
 func (s *Engine) unregister(ss *Session) {
 	if s.sessions[ss.id] == ss {
 		delete(s.sessions, ss.id)
@@ -128,7 +121,6 @@ func (s *Engine) unregister(ss *Session) {
 	ss.mu.Lock()
 	ss.deleted = true
 	ss.mu.Unlock()
-	s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
 	if ss.store != nil {
 		if err := ss.store.Remove(); err != nil {
 			s.cfg.Logger.Error("removing history file", "session", ss.id, "error", err)

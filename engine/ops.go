@@ -87,6 +87,7 @@ func (s *Engine) Create(ctx context.Context, id string, choice Choice, place Pla
 		s.mu.Lock()
 		s.unregister(ss)
 		s.mu.Unlock()
+		s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
 		return nil, err
 	}
 	defer release()
@@ -94,6 +95,7 @@ func (s *Engine) Create(ctx context.Context, id string, choice Choice, place Pla
 		s.mu.Lock()
 		s.unregister(ss)
 		s.mu.Unlock()
+		s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
 		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", id, err)
 	}
 	return ss, nil
@@ -113,7 +115,9 @@ func (s *Engine) Delete(ctx context.Context, ss *Session, place Place) error {
 	s.mu.Lock()
 	s.unregister(ss)
 	s.mu.Unlock()
-	if err := ss.StopKernel(); err != nil {
+	err = ss.StopKernel()
+	s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
+	if err != nil {
 		return fmt.Errorf("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
 	}
 	return nil

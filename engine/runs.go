@@ -57,22 +57,23 @@ type Run struct {
 	done    chan struct{} // closed when the result is set
 	created time.Time
 
-	mu       sync.Mutex
-	state    string
-	started  time.Time
-	ended    time.Time
-	changed  chan struct{} // closed and replaced when state or input changes
-	pending  []byte        // stream text not yet delivered (its first half, once omitted > 0)
-	tail     []byte        // the newest stream text, once omitted > 0
-	omitted  int           // bytes left out between pending and tail
-	overflow bool          // pending filled up since the last delivery
-	shown    int           // stream bytes delivered so far
-	shownSum hash.Hash     // of those bytes, to find them again in the result
-	lastLine string
-	input    *Question
-	inputSeq int
-	result   any
-	err      error
+	mu        sync.Mutex
+	state     string
+	started   time.Time
+	ended     time.Time
+	changed   chan struct{} // closed and replaced when state or input changes
+	pending   []byte        // stream text not yet delivered (its first half, once omitted > 0)
+	tail      []byte        // the newest stream text, once omitted > 0
+	omitted   int           // bytes left out between pending and tail
+	overflow  bool          // pending filled up since the last delivery
+	shown     int           // stream bytes delivered so far
+	shownSum  hash.Hash     // of those bytes, to find them again in the result
+	lastLine  string
+	executing bool // a block is in the kernel (RunBlock)
+	input     *Question
+	inputSeq  int
+	result    any
+	err       error
 }
 
 // Question is a question the code asked through input() or getpass().
@@ -155,12 +156,10 @@ func (r *Run) execute(s *Engine, work Work) {
 	case <-r.ctx.Done():
 	}
 	if r.ctx.Err() != nil {
-		r.ss.leave(r.job)
 		r.finish(nil, fmt.Errorf("run %s was cancelled before it started (it was queued behind earlier calls in session %q); nothing ran", r.id, r.ss.id))
 		return
 	}
 	if err := r.ss.CheckRegistered(); err != nil {
-		r.ss.leave(r.job)
 		r.finish(nil, err)
 		return
 	}
@@ -178,12 +177,13 @@ func (r *Run) execute(s *Engine, work Work) {
 		r.ss.current = nil
 	}
 	r.ss.mu.Unlock()
-	r.ss.leave(r.job)
 	r.finish(res, err)
 }
 
-// finish sets the run's result and publishes it. The status of a run whose
-// work returned a *Block is the block's.
+// finish sets the run's result and publishes it, then gives the session's
+// execution right on: the next run's events come after this one's
+// run_finished. The status is that of the result when it has one (a
+// *Block, or the adapter's result).
 func (r *Run) finish(res any, err error) {
 	r.mu.Lock()
 	r.result, r.err = res, err
@@ -195,6 +195,7 @@ func (r *Run) finish(res any, err error) {
 		e.Status = b.RunStatus()
 	}
 	r.ss.eng.events.Publish(e)
+	r.ss.leave(r.job)
 	close(r.done)
 }
 
@@ -565,4 +566,18 @@ func (sh StreamShown) SkipFor(stream []string) (skip int, repeated bool) {
 		return 0, true
 	}
 	return sh.n, false
+}
+
+func (r *Run) setExecuting(on bool) {
+	r.mu.Lock()
+	r.executing = on
+	r.mu.Unlock()
+}
+
+// Executing reports whether one of the run's blocks is in the kernel now
+// (not starting a kernel, not rendering): progress is reported then.
+func (r *Run) Executing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.executing
 }

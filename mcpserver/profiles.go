@@ -101,5 +101,13 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out])
 			return inner(ctx, req, in)
 		}
 	}
+	// What the call changed is in the resources before its result: the
+	// session it created is listed, the history it wrote notified.
+	handler := h
+	h = func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := handler(ctx, req, in)
+		s.awaitFollower()
+		return res, out, err
+	}
 	mcp.AddTool(s.mcp, t, h)
 }

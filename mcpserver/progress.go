@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
@@ -24,6 +25,11 @@ type attachment struct {
 	session *mcp.ServerSession
 	token   any // progress token; nil when the call asked for none
 	ticks   int
+	// mu is held while a notification goes to the call; gone is set, under
+	// it, when the call stops waiting, so that no progress follows the
+	// call's response.
+	mu   sync.Mutex
+	gone bool
 }
 
 func attachmentOf(req *mcp.CallToolRequest) *attachment {
@@ -42,6 +48,9 @@ func (s *Server) attach(r *engine.Run, a *attachment) (detach func()) {
 	s.listeners[r] = append(s.listeners[r], a)
 	s.listenMu.Unlock()
 	return func() {
+		a.mu.Lock()
+		a.gone = true
+		a.mu.Unlock()
 		s.listenMu.Lock()
 		l := slices.DeleteFunc(s.listeners[r], func(l *attachment) bool { return l == a })
 		if len(l) == 0 {
@@ -68,13 +77,19 @@ func (s *Server) listener(r *engine.Run) (a *attachment, ticks int) {
 }
 
 // watchProgress follows run r on the event stream until it finishes (or
-// the engine closes), and sends progress every second once it has started.
-// It subscribes after the run was queued, so it first catches up from the
-// run's state, and again whenever its buffer overflowed.
+// the engine closes), and every second while one of its blocks is in the
+// kernel sends progress with the newest line it printed. It subscribes
+// after the run was queued, so it first catches up from the run's state,
+// and again whenever its buffer overflowed.
 func (s *Server) watchProgress(r *engine.Run) {
 	sid, rid := r.Session().ID(), r.ID()
+	s.progressMu.Lock()
+	defer s.progressMu.Unlock()
+	if s.closing {
+		return
+	}
 	sub := s.eng.Events().Subscribe(64, func(e *engine.Event) bool {
-		return e.Session == sid && e.Run == rid && (e.Kind == engine.RunStarted || e.Kind == engine.RunFinished ||
+		return e.Session == sid && e.Run == rid && (e.Kind == engine.RunFinished ||
 			(e.Kind == engine.RunOutput && e.Output.Type == kernel.OutputStream))
 	})
 	s.progress.Add(1)
@@ -82,7 +97,7 @@ func (s *Server) watchProgress(r *engine.Run) {
 		defer s.progress.Done()
 		defer sub.Close()
 		v := r.View()
-		started, line := v.Status != engine.StatusQueued, v.LastLine
+		line := v.LastLine
 		if v.Status == engine.StatusDone {
 			return
 		}
@@ -97,8 +112,6 @@ func (s *Server) watchProgress(r *engine.Run) {
 						break
 					}
 					switch e.Kind {
-					case engine.RunStarted:
-						started = true
 					case engine.RunOutput:
 						if l := engine.LastLine(e.Output.Text); l != "" {
 							line = l
@@ -107,14 +120,17 @@ func (s *Server) watchProgress(r *engine.Run) {
 						return
 					case engine.Missed:
 						v := r.View()
-						started, line = v.Status != engine.StatusQueued, v.LastLine
+						if v.Status == engine.StatusDone {
+							return
+						}
+						line = v.LastLine
 					}
 				}
 				if !open {
 					return
 				}
 			case <-t.C:
-				if started {
+				if r.Executing() {
 					s.sendProgress(r, line)
 				}
 			}
@@ -132,6 +148,11 @@ func (s *Server) sendProgress(r *engine.Run, line string) {
 	msg := line
 	if msg == "" {
 		msg = fmt.Sprintf("running for %d s", r.View().ElapsedMS/1000)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gone {
+		return
 	}
 	nctx, cancel := context.WithTimeout(s.eng.Context(), 5*time.Second)
 	a.session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: a.token, Progress: float64(ticks), Message: msg})

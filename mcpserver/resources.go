@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"time"
+
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -14,13 +16,10 @@ import (
 // reported updated.
 func (s *Server) followEvents() {
 	s.eventsDone = make(chan struct{})
-	s.events = s.eng.Events().Subscribe(1024, func(e *engine.Event) bool {
-		switch e.Kind {
-		case engine.SessionCreated, engine.SessionDeleted, engine.HistoryChanged, engine.Missed:
-			return true
-		}
-		return false
-	})
+	s.followedCh = make(chan struct{})
+	// Every event, so that the Seq it has reached says how far it is
+	// (awaitFollower); those it does nothing with cost a comparison.
+	s.events = s.eng.Events().Subscribe(4096, nil)
 	// Sessions restored from the state dir were registered before the
 	// subscription.
 	listed := map[string]bool{}
@@ -48,8 +47,41 @@ func (s *Server) followEvents() {
 			case engine.Missed:
 				s.catchUp(listed)
 			}
+			s.followedMu.Lock()
+			s.followed = e.Seq
+			close(s.followedCh)
+			s.followedCh = make(chan struct{})
+			s.followedMu.Unlock()
 		}
 	}()
+}
+
+// followerWait bounds how long a call's result waits for followEvents.
+const followerWait = 2 * time.Second
+
+// awaitFollower waits until followEvents has handled every event published
+// so far (at most followerWait), so that a call's result comes after the
+// resource changes and notifications its work caused, as clients expect.
+func (s *Server) awaitFollower() {
+	target := s.eng.Events().Seq()
+	t := time.NewTimer(followerWait)
+	defer t.Stop()
+	for {
+		s.followedMu.Lock()
+		done, ch := s.followed >= target, s.followedCh
+		s.followedMu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-s.eventsDone:
+			return
+		case <-t.C:
+			s.cfg.Logger.Warn("resource notifications lag behind a call's result", "waited", followerWait)
+			return
+		}
+	}
 }
 
 // catchUp lists the resources of the sessions that exist and only those,

@@ -104,6 +104,22 @@ type toolResult struct {
 	out any
 }
 
+// RunStatus is the status the run's run_finished event carries: the
+// block's for a run of code, error for a result that is one.
+func (t toolResult) RunStatus() string {
+	if t.res == nil {
+		return "" // it failed to run; the event's Err says why
+	}
+	switch o := t.out.(type) {
+	case RunOutput:
+		return o.Status
+	}
+	if t.res != nil && t.res.IsError {
+		return "error"
+	}
+	return "ok"
+}
+
 // final returns the run's result, as the call that started it would have.
 // Each call gets a copy of its own: the SDK writes the structured content
 // (and may add content) into the result it is handed, and several calls

@@ -141,8 +141,16 @@ type Server struct {
 	events     *engine.Subscription
 	eventsDone chan struct{}
 	// progress counts the goroutines sending progress notifications;
-	// Close waits for them.
-	progress sync.WaitGroup
+	// Close waits for them, and none starts once closing is set.
+	progressMu sync.Mutex
+	closing    bool
+	progress   sync.WaitGroup
+	// followed is the Seq of the last event followEvents has handled;
+	// followedMu guards it, and followedCh is closed and replaced when it
+	// moves (see awaitFollower).
+	followedMu sync.Mutex
+	followed   uint64
+	followedCh chan struct{}
 	// listeners are the calls waiting on each run (progress.go).
 	listenMu  sync.Mutex
 	listeners map[*engine.Run][]*attachment
@@ -199,6 +207,9 @@ func (s *Server) Engine() *engine.Engine { return s.eng }
 // Close shuts down every session's kernel, in parallel, and waits for them
 // and for the idle timers. Calls in flight fail; histories are kept.
 func (s *Server) Close() error {
+	s.progressMu.Lock()
+	s.closing = true
+	s.progressMu.Unlock()
 	err := s.eng.Close()
 	<-s.eventsDone
 	s.progress.Wait()
