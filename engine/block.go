@@ -69,6 +69,7 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	ss.mu.Lock()
 	ss.lastInterrupt = time.Time{} // the debounce is per run
 	ss.mu.Unlock()
+	r.beginBlock(code)
 	start := time.Now()
 	r.setExecuting(true)
 	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
@@ -143,7 +144,7 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	}
 	out.Result = res
 	out.Shown = r.ConsumeShown()
-	s.record(ss, historyEntry(code, source, res, out.Status, out.Note, gen, start, end))
+	r.endBlock(s.record(ss, historyEntry(code, source, res, out.Status, out.Note, gen, start, end)), res.ExecutionCount)
 	return out, nil
 }
 

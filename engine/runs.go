@@ -74,6 +74,12 @@ type Run struct {
 	inputSeq  int
 	result    any
 	err       error
+	// What a viewer follows (runview.go): the outputs as they arrived, the
+	// current block's code and execution count, the blocks recorded.
+	log       viewLog
+	code      string
+	execCount int
+	blocks    []int
 }
 
 // Question is a question the code asked through input() or getpass().
@@ -205,19 +211,21 @@ func (r *Run) signal() {
 	r.changed = make(chan struct{})
 }
 
-// event records a kernel event for wait_run, and publishes its output.
+// event records a kernel event for wait_run and the run's viewers, and
+// publishes its output.
 func (r *Run) event(e kernel.Event) {
 	if e.Kind != "clear_output" {
 		o := e.Output
 		r.ss.eng.events.Publish(Event{Kind: RunOutput, Session: r.ss.id, Run: r.id, Output: &o})
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logEvent(e)
 	if e.Kind != "stream" || e.Output.Text == "" {
 		return
 	}
 	text := e.Output.Text
 	line := LastLine(text)
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if line != "" {
 		r.lastLine = line
 	}
@@ -428,6 +436,10 @@ type RunView struct {
 func (r *Run) View() RunView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.viewLocked()
+}
+
+func (r *Run) viewLocked() RunView {
 	v := RunView{RunID: r.id, Tool: r.tool, Status: r.state, LastLine: r.lastLine}
 	if !r.started.IsZero() {
 		v.StartedAt = r.started.UTC().Format(time.RFC3339Nano)

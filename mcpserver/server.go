@@ -183,6 +183,7 @@ func New(cfg Config) (*Server, error) {
 	s.addTools()
 	s.addRunTools()
 	s.addDataTools()
+	s.addApp()
 	s.followEvents()
 	return s, nil
 }
