@@ -52,10 +52,25 @@ type Options struct {
 // maxBody bounds a POST's body: a cell's code, or an answer.
 const maxBody = 8 << 20
 
+// Handler is the web view of one engine, for paths under /ui/.
+type Handler struct {
+	v    *view
+	next http.Handler
+}
+
+// ServeHTTP answers a request under /ui/: 403 from another origin, 401
+// without the token.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.next.ServeHTTP(w, r) }
+
+// Owns reports whether r carries this handler's token, so that a process
+// serving several users' views can pick the one a request belongs to. It
+// takes the same time whatever the token.
+func (h *Handler) Owns(r *http.Request) bool { return h.v.authorized(r) }
+
 // New returns the handler for paths under /ui/. It panics on an empty
 // token or a nil engine: a web view anyone could drive would run code for
 // them.
-func New(o Options) http.Handler {
+func New(o Options) *Handler {
 	if o.Token == "" || o.Engine == nil {
 		panic("webview: New needs an engine and a token")
 	}
@@ -76,7 +91,7 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("POST /ui/api/sessions/{id}/input", v.input)
 	mux.HandleFunc("GET /ui/api/sessions/{id}/notebook.ipynb", v.notebook)
 	mux.HandleFunc("GET /ui/api/sessions/{id}/script.py", v.script)
-	return v.guard(mux)
+	return &Handler{v: v, next: v.guard(mux)}
 }
 
 type view struct {
