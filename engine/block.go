@@ -70,6 +70,7 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	ss.lastInterrupt = time.Time{} // the debounce is per run
 	ss.mu.Unlock()
 	r.beginBlock(code)
+	by := r.By()
 	start := time.Now()
 	r.setExecuting(true)
 	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
@@ -144,7 +145,9 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	}
 	out.Result = res
 	out.Shown = r.ConsumeShown()
-	r.endBlock(s.record(ss, historyEntry(code, source, res, out.Status, out.Note, gen, start, end)), res.ExecutionCount)
+	e := historyEntry(code, source, res, out.Status, out.Note, gen, start, end)
+	e.By = by
+	r.endBlock(s.record(ss, e), res.ExecutionCount)
 	return out, nil
 }
 

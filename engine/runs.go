@@ -80,6 +80,32 @@ type Run struct {
 	code      string
 	execCount int
 	blocks    []int
+	by        string // who wrote the code (history.Entry.By); "" the assistant
+}
+
+// SetBy says who wrote the run's code, for the history entries RunBlock
+// records: history.ByPerson for a cell the person ran from the web view.
+// Call it before the run's work runs blocks (in the work itself, or right
+// after StartRun returns); blocks already recorded keep what they had.
+func (r *Run) SetBy(by string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.by = by
+}
+
+// By is who wrote the run's code, as SetBy set it; "" is the assistant.
+func (r *Run) By() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.by
+}
+
+// Code is the code of the block the run executes now (or executed last);
+// "" before its first block.
+func (r *Run) Code() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.code
 }
 
 // Question is a question the code asked through input() or getpass().
@@ -482,6 +508,14 @@ func (ss *Session) FindRun(id string) (*Run, error) {
 		ids[i] = r.id
 	}
 	return nil, fmt.Errorf("no run %q in session %q; its runs: %s (the last %d are kept)", id, ss.id, strings.Join(ids, ", "), keepRuns)
+}
+
+// Runs returns the runs the session remembers, oldest first: those queued
+// or running, and the last finished ones (wait_run can still return them).
+func (ss *Session) Runs() []*Run {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return append([]*Run(nil), ss.runs...)
 }
 
 // askingRun is the session's oldest run with an unanswered question, or

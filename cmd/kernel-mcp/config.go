@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"path/filepath"
 	"runtime"
@@ -66,6 +67,11 @@ type config struct {
 	// running kernels; MaxSessions then bounds all users' together.
 	TokensFile         string
 	MaxSessionsPerUser int
+
+	// UI is the web view's listen address (host:port), "" for none;
+	// UIReadOnly refuses cells from it.
+	UI         string
+	UIReadOnly bool
 
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
@@ -338,7 +344,41 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	if err := parseUsers(&cfg, get); err != nil {
 		return config{}, err
 	}
+	if err := parseUI(&cfg, get); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
+}
+
+// parseUI reads the web view's settings. A bare ":port" binds loopback:
+// reaching the view from elsewhere takes a host written out.
+func parseUI(cfg *config, get func(string) string) error {
+	var err error
+	if cfg.UIReadOnly, err = parseSwitch("ui-readonly", get("ui-readonly")); err != nil {
+		return err
+	}
+	v := get("ui")
+	if v == "" || strings.EqualFold(v, "none") {
+		if cfg.UIReadOnly {
+			return invalid("ui-readonly", get("ui-readonly"), "has no effect without --ui / KERNEL_MCP_UI")
+		}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return invalid("ui", v, "want host:port, such as 127.0.0.1:8765 (port 0 picks a free one)")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return invalid("ui", v, "want a port from 0 to 65535")
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return invalid("ui", v, "want a host name or IP address before the port")
+	}
+	cfg.UI = net.JoinHostPort(host, port)
+	return nil
 }
 
 // absolutePaths makes the state directory and the tokens file absolute,

@@ -54,11 +54,13 @@ var settings = []setting{
 	{"sandbox-network", "KERNEL_MCP_SANDBOX_NETWORK", "false", "with --sandbox, keep the network (install_package needs it)"},
 	{"tokens-file", "KERNEL_MCP_TOKENS_FILE", "none", "HTTP only: a file of 'name token' lines (mode 600), one per user; each user has their own sessions, history and state folder"},
 	{"max-sessions-per-user", "KERNEL_MCP_MAX_SESSIONS_PER_USER", "0", "with --tokens-file, most running kernels per user; 0 means unlimited (--max-sessions then counts all users)"},
+	{"ui", "KERNEL_MCP_UI", "none", "serve the live web view at host:port (port 0 picks a free one; a bare :port binds 127.0.0.1), behind a random token printed with its URL; with sse or streamable-http also under /ui/ on that listener"},
+	{"ui-readonly", "KERNEL_MCP_UI_READONLY", "false", "the web view only watches: running cells from it is refused"},
 }
 
 // boolSettings are the settings that are switches: "--sandbox" alone means
 // true, and the values are true/false, 1/0, yes/no, on/off.
-var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true}
+var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true, "ui-readonly": true}
 
 // listSettings are the settings that may be repeated on the command line;
 // their values are joined with listSep.
