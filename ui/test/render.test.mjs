@@ -71,6 +71,7 @@ test("a cell carries the stable hooks, its count, status, elapsed time, note and
   assert.equal(r.querySelectorAll(".cell-outputs > .output").length, 1);
   assert.equal(r.querySelector(".cell-input"), null);
   assert.equal(r.querySelector(".cell-interrupt"), null);
+  assert.equal(r.querySelector(".cell-controls").hidden, true, "no empty control bar");
 });
 
 test("R code is highlighted too", () => {
