@@ -75,7 +75,7 @@ func (v *view) cells(w http.ResponseWriter, r *http.Request) {
 }
 
 // Cells is the session's notebook: its history, then its runs still queued
-// or running.
+// or running, with what they printed so far.
 func Cells(ss *engine.Session) []Cell {
 	lang := language(ss)
 	hist := ss.History()
@@ -99,9 +99,16 @@ func Cells(ss *engine.Session) []Cell {
 		if rv.Status == engine.StatusDone {
 			continue // its blocks are in the history
 		}
-		cells = append(cells, Cell{SessionID: ss.ID(), RunID: rv.RunID, Index: -1, Code: run.Code(), CellType: "code",
-			By: author(run.By()), Language: lang, Status: rv.Status, ElapsedMS: rv.ElapsedMS, Outputs: []history.Output{},
-			Prompt: rv.Prompt, Password: rv.Password})
+		// What it printed so far, so that a page opened mid-run shows it;
+		// the events bring the rest.
+		snap := run.ViewSince(0)
+		outs := snap.Outputs
+		if outs == nil {
+			outs = []history.Output{}
+		}
+		cells = append(cells, Cell{SessionID: ss.ID(), RunID: rv.RunID, Index: -1, Code: snap.Code, CellType: "code",
+			By: author(run.By()), Language: lang, Status: rv.Status, ElapsedMS: rv.ElapsedMS, Outputs: outs,
+			Prompt: rv.Prompt, Password: rv.Password, ExecutionCount: snap.ExecutionCount})
 	}
 	return cells
 }

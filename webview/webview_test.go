@@ -385,6 +385,11 @@ func TestInputAndInterrupt(t *testing.T) {
 		t.Fatalf("run: %d %s", code, body)
 	}
 	waitFor(t, f.ctx, sub, engine.RunOutput)
+	// A page opened now shows what the run printed so far.
+	f.getJSON(t, "/ui/api/sessions/q/cells", &cells)
+	if live := cells.Cells[len(cells.Cells)-1]; live.Index != -1 || !strings.Contains(live.Code, "print('go'") || len(live.Outputs) == 0 || !strings.Contains(string(live.Outputs[0]), "go") {
+		t.Fatalf("the live cell mid-run: %+v", live)
+	}
 	if code, body := status(t, f.do(t, "POST", "/ui/api/sessions/q/interrupt", ``, nil)); code != 200 || !strings.Contains(body, "Interrupt sent") {
 		t.Fatalf("interrupt: %d %s", code, body)
 	}
