@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -240,10 +241,16 @@ func (r *Run) signal() {
 // event records a kernel event for wait_run and the run's viewers, and
 // publishes its output.
 func (r *Run) event(e kernel.Event) {
-	if e.Kind != "clear_output" {
-		o := e.Output
-		r.ss.eng.events.Publish(Event{Kind: RunOutput, Session: r.ss.id, Run: r.id, Output: &o})
+	o := e.Output
+	if e.Kind == "clear_output" {
+		// Published as an output of its own type, as the viewer log keeps
+		// it, so that a live view clears too.
+		o = kernel.Output{Type: "clear_output"}
+		if e.Wait {
+			o.Metadata = map[string]json.RawMessage{"wait": json.RawMessage("true")}
+		}
 	}
+	r.ss.eng.events.Publish(Event{Kind: RunOutput, Session: r.ss.id, Run: r.id, Output: &o})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.logEvent(e)
