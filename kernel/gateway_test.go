@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -189,7 +190,9 @@ func TestGatewayBadInput(t *testing.T) {
 	}{
 		{"unreachable", Gateway{URL: closed}, "", "", "gateway " + closed + " is unreachable"},
 		{"wrong token", Gateway{URL: srv.URL, Token: "wrong"}, "", "", "refused the token"},
-		{"unknown kernelspec", Gateway{URL: srv.URL, Token: srv.Token}, "nosuchspec", "", `has no kernelspec "nosuchspec"; it offers: python3`},
+		// The gateway offers whatever kernelspecs the machine has (IRkernel's
+		// "ir" among them when R is installed): python3 is one of them.
+		{"unknown kernelspec", Gateway{URL: srv.URL, Token: srv.Token}, "nosuchspec", "", `has no kernelspec "nosuchspec"; it offers: `},
 		{"unknown kernel id", Gateway{URL: srv.URL, Token: srv.Token}, "", "00000000-0000-0000-0000-000000000000", `has no kernel with id "00000000-0000-0000-0000-000000000000"`},
 		{"not a URL", Gateway{URL: "ftp://x"}, "", "", "must be http:// or https://"},
 	}
@@ -209,6 +212,9 @@ func TestGatewayBadInput(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+			if tc.spec == "nosuchspec" && !regexp.MustCompile(`it offers: (.*, )?python3(,|$)`).MatchString(err.Error()) {
+				t.Fatalf("err = %v\nwant it to list python3 among the kernelspecs offered", err)
 			}
 		})
 	}
