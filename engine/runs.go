@@ -434,12 +434,14 @@ func (r *Run) Answer(seq int, ans Reply) (kernel.InputRequest, bool) {
 		return kernel.InputRequest{}, false
 	}
 	in.answered = true
+	// Published before the code has the answer: what it prints next comes
+	// after input_answered on the stream.
+	r.ss.eng.events.Publish(Event{Kind: InputAnswered, Session: r.ss.id, Run: r.id})
 	in.answer <- ans // never blocks: the first answer is the only one
 	if r.state == StatusInputRequested {
 		r.state = StatusRunning
 	}
 	r.signal()
-	r.ss.eng.events.Publish(Event{Kind: InputAnswered, Session: r.ss.id, Run: r.id})
 	return in.Req, true
 }
 
