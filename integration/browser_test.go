@@ -365,10 +365,8 @@ func TestBrowserWebView(t *testing.T) {
 			h := text(res)
 			code, _ := msg["code"].(string)
 			for _, line := range strings.Split(h, "\n") {
-				if strings.Contains(line, "by the person") {
-					if strings.Contains(h[strings.Index(h, line):], code) {
-						return map[string]any{"ok": true, "detail": line}
-					}
+				if strings.Contains(line, "(by the person) "+code) {
+					return map[string]any{"ok": true, "detail": line}
 				}
 			}
 			return map[string]any{"ok": false, "detail": "no block marked as the person's with the code in get_history:\n" + h}
