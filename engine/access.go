@@ -73,3 +73,22 @@ func (r *Run) Result() (any, error) {
 
 // Ended reports whether the run has its result.
 func (r *Run) Ended() bool { return isClosed(r.done) }
+
+// NotebookMeta describes the session's kernel for a notebook of its
+// history (save_notebook, the web view's download): ipykernel's names
+// until a kernel has said otherwise.
+func (ss *Session) NotebookMeta() history.NotebookMeta {
+	info := ss.KernelInfo()
+	meta := history.NotebookMeta{KernelName: info.KernelName, Language: info.Language, LanguageVersion: info.Version}
+	if meta.KernelName == "" {
+		meta.KernelName = "python3"
+	}
+	if meta.Language == "" {
+		meta.Language = "python"
+	}
+	meta.DisplayName = "Python 3 (ipykernel)"
+	if meta.Language != "python" {
+		meta.DisplayName = meta.KernelName
+	}
+	return meta
+}

@@ -69,6 +69,8 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	ss.mu.Lock()
 	ss.lastInterrupt = time.Time{} // the debounce is per run
 	ss.mu.Unlock()
+	r.beginBlock(code)
+	by := r.By()
 	start := time.Now()
 	res, err := k.Execute(runCtx, code, kernel.ExecuteOptions{
 		OnEvent:        r.event,
@@ -141,7 +143,9 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	}
 	out.Result = res
 	out.Shown = r.ConsumeShown()
-	s.record(ss, historyEntry(code, source, res, out.Status, out.Note, gen, start, end))
+	e := historyEntry(code, source, res, out.Status, out.Note, gen, start, end)
+	e.By = by
+	r.endBlock(s.record(ss, e), res.ExecutionCount)
 	return out, nil
 }
 

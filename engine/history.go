@@ -30,10 +30,7 @@ func historyEntry(code, source string, res *kernel.ExecuteResult, status, note s
 	}
 	e.ExecutionCount = res.ExecutionCount
 	for _, o := range res.Outputs {
-		e.Outputs = append(e.Outputs, history.Output{
-			OutputType: o.Type, Name: o.Name, Text: o.Text, Data: o.Data, Metadata: o.Metadata,
-			ExecutionCount: o.ExecutionCount, EName: o.EName, EValue: o.EValue, Traceback: o.Traceback,
-		})
+		e.Outputs = append(e.Outputs, historyOutput(o))
 	}
 	// An error the server reports for a kernel that never replied (a dead
 	// kernel) still belongs in the record. An error the reply alone carries
@@ -44,6 +41,14 @@ func historyEntry(code, source string, res *kernel.ExecuteResult, status, note s
 		e.Outputs = append(e.Outputs, history.Output{OutputType: "error", EName: res.Error.EName, EValue: res.Error.EValue, Traceback: res.Error.Traceback})
 	}
 	return e
+}
+
+// historyOutput is a kernel output as history keeps it.
+func historyOutput(o kernel.Output) history.Output {
+	return history.Output{
+		OutputType: o.Type, Name: o.Name, Text: o.Text, Data: o.Data, Metadata: o.Metadata,
+		ExecutionCount: o.ExecutionCount, EName: o.EName, EValue: o.EValue, Traceback: o.Traceback,
+	}
 }
 
 func hasError(outs []history.Output) bool {
@@ -57,11 +62,12 @@ func hasError(outs []history.Output) bool {
 
 // record appends an entry to the session's history, in memory and on disk,
 // and tells subscribers. A disk failure is logged, never fatal: the entry is
-// still in memory.
-func (s *Engine) record(ss *Session, e history.Entry) {
+// still in memory. It returns the entry's 0-based index.
+func (s *Engine) record(ss *Session, e history.Entry) int {
 	e = history.Cap(e, HistoryTextLimit, HistoryDataLimit)
 	ss.mu.Lock()
 	ss.hist = append(ss.hist, e)
+	index := len(ss.hist) - 1
 	store := ss.store
 	ss.mu.Unlock()
 	if store != nil {
@@ -70,6 +76,7 @@ func (s *Engine) record(ss *Session, e history.Entry) {
 		}
 	}
 	s.historyChanged(ss)
+	return index
 }
 
 // historyChanged tells the event stream the session's history changed.

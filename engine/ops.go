@@ -251,6 +251,16 @@ func (ss *Session) HistoryLen() int {
 // that are not run).
 func (ss *Session) Record(e history.Entry) { ss.eng.record(ss, e) }
 
+// Record appends an entry to the session's history as part of run r, which
+// holds the session's execution right: the run's snapshots list it among
+// its blocks (see ViewSince).
+func (r *Run) Record(e history.Entry) {
+	i := r.ss.eng.record(r.ss, e)
+	r.mu.Lock()
+	r.blocks = append(r.blocks, i)
+	r.mu.Unlock()
+}
+
 // DeleteHistory removes entries [start:end) of the history (Python slice
 // rules), or with end nil the one at start, which must exist; the caller
 // holds the session's turn. It returns how many it removed and how many

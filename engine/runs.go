@@ -73,6 +73,38 @@ type Run struct {
 	inputSeq int
 	result   any
 	err      error
+	// What a viewer follows (runview.go): the outputs as they arrived, the
+	// current block's code and execution count, the blocks recorded.
+	log       viewLog
+	code      string // the block running now, or the last one run
+	execCount int
+	blocks    []int
+	by        string // who wrote the code (history.Entry.By); "" the assistant
+}
+
+// SetBy says who wrote the run's code, for the history entries RunBlock
+// records: history.ByPerson for a cell the person ran from the web view.
+// Call it before the run's work runs blocks (in the work itself, or right
+// after StartRun returns); blocks already recorded keep what they had.
+func (r *Run) SetBy(by string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.by = by
+}
+
+// By is who wrote the run's code, as SetBy set it; "" is the assistant.
+func (r *Run) By() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.by
+}
+
+// Code is the code of the block the run executes now (or executed last);
+// "" before its first block.
+func (r *Run) Code() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.code
 }
 
 // Question is a question the code asked through input() or getpass().
@@ -204,19 +236,21 @@ func (r *Run) signal() {
 	r.changed = make(chan struct{})
 }
 
-// event records a kernel event for wait_run, and publishes its output.
+// event records a kernel event for wait_run and the run's viewers, and
+// publishes its output.
 func (r *Run) event(e kernel.Event) {
 	if e.Kind != "clear_output" {
 		o := e.Output
 		r.ss.eng.events.Publish(Event{Kind: RunOutput, Session: r.ss.id, Run: r.id, Output: &o})
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logEvent(e)
 	if e.Kind != "stream" || e.Output.Text == "" {
 		return
 	}
 	text := e.Output.Text
 	line := LastLine(text)
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if line != "" {
 		r.lastLine = line
 	}
@@ -427,6 +461,10 @@ type RunView struct {
 func (r *Run) View() RunView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.viewLocked()
+}
+
+func (r *Run) viewLocked() RunView {
 	v := RunView{RunID: r.id, Tool: r.tool, Status: r.state, LastLine: r.lastLine}
 	if !r.started.IsZero() {
 		v.StartedAt = r.started.UTC().Format(time.RFC3339Nano)
@@ -469,6 +507,14 @@ func (ss *Session) FindRun(id string) (*Run, error) {
 		ids[i] = r.id
 	}
 	return nil, fmt.Errorf("no run %q in session %q; its runs: %s (the last %d are kept)", id, ss.id, strings.Join(ids, ", "), keepRuns)
+}
+
+// Runs returns the runs the session remembers, oldest first: those queued
+// or running, and the last finished ones (wait_run can still return them).
+func (ss *Session) Runs() []*Run {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return append([]*Run(nil), ss.runs...)
 }
 
 // askingRun is the session's oldest run with an unanswered question, or

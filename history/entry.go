@@ -40,7 +40,14 @@ type Entry struct {
 	// save_notebook reproduces the notebook (Code holds its text); empty for
 	// code. Such entries are never executed.
 	CellType string `json:"cell_type,omitempty"`
+	// By is who wrote the block: ByPerson for a cell the person ran from the
+	// web view, empty for the assistant (every block before there was a
+	// choice).
+	By string `json:"by,omitempty"`
 }
+
+// ByPerson is Entry.By for a block the person wrote and ran.
+const ByPerson = "person"
 
 // IsCode reports whether the entry is code (not a notebook's markdown or raw
 // cell).

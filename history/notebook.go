@@ -26,7 +26,8 @@ type NotebookMeta struct {
 // (ename, evalue, traceback, colours kept for Jupyter to render). Images stay
 // base64 in data, so the notebook opens with its plots. Outputs of any other
 // type are left out. Timing goes into the cell's metadata.execution as
-// JupyterLab records it, and the kernel generation, status and note into
+// JupyterLab records it, and the kernel generation, status, note and who
+// wrote the block (by: "person", left out for the assistant) into
 // metadata.kernel_mcp. The notebook's metadata has kernelspec {name,
 // display_name, language} and language_info {name, version}.
 func Notebook(entries []Entry, first int, meta NotebookMeta) ([]byte, error) {
@@ -72,10 +73,14 @@ func Notebook(entries []Entry, first int, meta NotebookMeta) ([]byte, error) {
 
 func notebookCell(e Entry, n int) map[string]any {
 	if !e.IsCode() {
+		md := map[string]any{}
+		if e.By != "" {
+			md["kernel_mcp"] = map[string]any{"by": e.By}
+		}
 		return map[string]any{
 			"cell_type": e.CellType,
 			"id":        "cell-" + strconv.Itoa(n),
-			"metadata":  map[string]any{},
+			"metadata":  md,
 			"source":    splitLines(e.Code),
 		}
 	}
@@ -105,6 +110,9 @@ func notebookCell(e Entry, n int) map[string]any {
 	}
 	if e.Truncated {
 		km["truncated"] = true
+	}
+	if e.By != "" {
+		km["by"] = e.By
 	}
 	md["kernel_mcp"] = km
 	return map[string]any{

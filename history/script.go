@@ -7,7 +7,8 @@ import (
 
 // Script renders the entries' code, without outputs, as a runnable .py file:
 // a header comment "# kernel-mcp session <session>, blocks <first>-<last>",
-// then each block preceded by a jupytext percent cell marker "# %% [N]".
+// then each block preceded by a jupytext percent cell marker "# %% [N]"
+// (and "# by the person" under it for a block the person wrote).
 //
 // IPython syntax that plain Python rejects is commented out with a note: a
 // line magic or shell escape (a logical line starting with % or !) becomes a
@@ -30,6 +31,9 @@ func Script(entries []Entry, first int, session string) string {
 			b.WriteString(" [" + e.CellType + "]") // as jupytext marks a text cell
 		}
 		b.WriteByte('\n')
+		if e.By != "" {
+			b.WriteString("# by the " + oneLine(e.By) + "\n")
+		}
 		if path, ok := strings.CutPrefix(e.Source, "file:"); ok {
 			b.WriteString("# run_file " + oneLine(path) + "\n")
 		}

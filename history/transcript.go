@@ -13,7 +13,8 @@ const restartLine = "--- kernel restarted: variables before this point are gone 
 // Transcript renders entries as the numbered transcript of python-repl-mcp:
 // "[N] " + code, continuation lines indented by len("[N] ") spaces, then the
 // outputs as text, then the entry's Note. Entries are separated by a blank
-// line. first is the 1-based number of entries[0].
+// line. first is the 1-based number of entries[0]. A block someone other
+// than the assistant wrote is marked after its number: "[3] (by the person) ".
 //
 // Outputs become text this way: stream text with carriage returns applied
 // (text after the last \r in a line replaces it, as a terminal shows a
@@ -44,6 +45,9 @@ func writeEntry(b *strings.Builder, e Entry, n int) {
 	prefix := "[" + strconv.Itoa(n) + "] "
 	if !e.IsCode() {
 		prefix += "(" + e.CellType + ") "
+	}
+	if e.By != "" {
+		prefix += "(by the " + oneLine(e.By) + ") "
 	}
 	code := strings.TrimRight(strings.ReplaceAll(e.Code, "\r\n", "\n"), "\n")
 	if code == "" {

@@ -203,19 +203,7 @@ func (s *Server) saveScript(ctx context.Context, req *mcp.CallToolRequest, in Ex
 
 func (s *Server) saveNotebook(ctx context.Context, req *mcp.CallToolRequest, in ExportInput) (*mcp.CallToolResult, ExportOutput, error) {
 	return s.export(in, "notebook", func(e []history.Entry, first int, ss *engine.Session) ([]byte, error) {
-		info := ss.KernelInfo()
-		meta := history.NotebookMeta{KernelName: info.KernelName, Language: info.Language, LanguageVersion: info.Version}
-		if meta.KernelName == "" {
-			meta.KernelName = "python3"
-		}
-		if meta.Language == "" {
-			meta.Language = "python"
-		}
-		meta.DisplayName = "Python 3 (ipykernel)"
-		if meta.Language != "python" {
-			meta.DisplayName = meta.KernelName
-		}
-		return history.Notebook(e, first, meta)
+		return history.Notebook(e, first, ss.NotebookMeta())
 	})
 }
 

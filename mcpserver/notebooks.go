@@ -184,7 +184,7 @@ func (s *Server) runCells(ctx context.Context, r *engine.Run, ss *engine.Session
 	for _, c := range cells {
 		if c.Type != "code" {
 			now := time.Now()
-			ss.Record(history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.Generation(), Start: now, End: now, Outputs: []history.Output{}})
+			r.Record(history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.Generation(), Start: now, End: now, Outputs: []history.Output{}})
 			continue
 		}
 		cc, out, err := s.runBlock(ctx, r, ss, c.Source, "notebook:"+path, timeout)

@@ -87,6 +87,9 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out])
 	if !s.offers(t.Name) {
 		return
 	}
+	if cellTools[t.Name] {
+		t.Meta = cellMeta()
+	}
 	if queuedTools[t.Name] {
 		// A queued call acts in the order it was sent: nothing it does,
 		// not even finding or creating its session, comes before the

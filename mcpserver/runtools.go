@@ -112,6 +112,10 @@ func final[Out any](r *engine.Run) (*mcp.CallToolResult, Out, error) {
 	v, err := r.Result()
 	tr, _ := v.(toolResult)
 	o, _ := tr.out.(Out)
+	if b, ok := v.(*engine.Block); ok && err == nil {
+		// A run no tool started: a cell the person ran in the web view.
+		return textResult(fmt.Sprintf("Run %s in session %q was the person's, from the web view; it ended %s. get_history shows its code and output.", b.Run, b.Session, b.Status)), o, nil
+	}
 	if tr.res == nil {
 		return nil, o, err
 	}

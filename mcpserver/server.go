@@ -99,6 +99,9 @@ type Config struct {
 	// that shares it (one server per user): MaxSessions is then each
 	// server's own limit. See engine.NewKernelLimit.
 	SharedLimit *engine.KernelLimit
+	// UIURL is the web view's address with its token (--ui), which
+	// list_sessions and session_status give; "" when there is none.
+	UIURL string
 }
 
 func (c *Config) setDefaults() {
@@ -175,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 	s.addTools()
 	s.addRunTools()
 	s.addDataTools()
+	s.addApp()
 	s.followEvents()
 	return s, nil
 }

@@ -94,6 +94,13 @@ type SessionSummary struct {
 type ListSessionsOutput struct {
 	Sessions []SessionSummary   `json:"sessions"`
 	Pool     engine.PoolSummary `json:"pool"`
+	UIURL    string             `json:"ui_url,omitempty"` // the web view (--ui), where the person watches
+}
+
+// SessionStatusOutput is the structured content of session_status.
+type SessionStatusOutput struct {
+	engine.SessionInfo
+	UIURL string `json:"ui_url,omitempty"` // the web view (--ui), where the person watches
 }
 
 // MessageOutput is the structured content of tools that only report.
@@ -328,7 +335,10 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 	}
 	out.Pool = s.eng.Pool()
 	if out.Pool.Size > 0 {
-		fmt.Fprintf(&text, "Warm kernels: %d ready, %d starting.", out.Pool.Ready, out.Pool.Starting)
+		fmt.Fprintf(&text, "Warm kernels: %d ready, %d starting.\n", out.Pool.Ready, out.Pool.Starting)
+	}
+	if out.UIURL = s.cfg.UIURL; out.UIURL != "" {
+		fmt.Fprintf(&text, "Web view (the person can watch and run cells there): %s\n", out.UIURL)
 	}
 	return textResult(strings.TrimRight(text.String(), "\n")), out, nil
 }
@@ -450,11 +460,11 @@ func lastLinesOf(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, engine.SessionInfo, error) {
+func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, SessionStatusOutput, error) {
 	id := sessionOr(in.SessionID)
 	ss, err := s.eng.Lookup(id)
 	if err != nil {
-		return errResult[engine.SessionInfo]("%v", err)
+		return errResult[SessionStatusOutput]("%v", err)
 	}
 	info := ss.Describe()
 	note := ""
@@ -534,9 +544,12 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 		text.WriteString(note + "\n")
 	}
 	if restoreNote != "" {
-		text.WriteString(restoreNote)
+		text.WriteString(restoreNote + "\n")
 	}
-	return textResult(strings.TrimRight(text.String(), "\n")), info, nil
+	if s.cfg.UIURL != "" {
+		fmt.Fprintf(&text, "Web view: %s\n", s.cfg.UIURL)
+	}
+	return textResult(strings.TrimRight(text.String(), "\n")), SessionStatusOutput{info, s.cfg.UIURL}, nil
 }
 
 func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListKernelsOutput, error) {

@@ -1,0 +1,233 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The MCP App (the io.modelcontextprotocol/ui extension): a cell view the
+// host shows inside the conversation. The tools that run code link it from
+// their _meta; the view reads the tool's result the host hands it, and
+// follows a run that goes on through view_run, a tool only the view calls.
+// Results stay exactly as they are for every client: a client without the
+// extension sees the same tools (apart from _meta) and the same results.
+
+const (
+	// uiExtension is the extension's id in the client's capabilities.
+	uiExtension = "io.modelcontextprotocol/ui"
+	// cellURI is the cell view's resource.
+	cellURI = "ui://kernel-mcp/cell.html"
+	// appMIMEType marks an MCP App's HTML.
+	appMIMEType = "text/html;profile=mcp-app"
+	// viewRunTool is the app-only tool that follows a run.
+	viewRunTool = "view_run"
+)
+
+// cellTools are the tools whose results the cell view shows.
+var cellTools = map[string]bool{
+	"run_code": true, "run_file": true, "rerun_code": true, "run_notebook": true, "wait_run": true,
+	"load_data": true, "describe_data": true, "plot_data": true, "estimate_ols": true,
+}
+
+// cellMeta links a tool to the cell view: the key of the stable spec and
+// the flat one VS Code still reads.
+func cellMeta() mcp.Meta {
+	return mcp.Meta{"ui": map[string]any{"resourceUri": cellURI}, "ui/resourceUri": cellURI}
+}
+
+// ViewRunInput is the input of view_run.
+type ViewRunInput struct {
+	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
+	RunID     string `json:"run_id,omitempty" jsonschema:"the run (default: the session's latest)"`
+	Cursor    int    `json:"cursor,omitempty" jsonschema:"the cursor the previous call returned; 0 for everything"`
+}
+
+// ViewRunOutput is view_run's structured content. While the run goes on,
+// Cells is one cell whose outputs are those that arrived from the cursor
+// on (the view appends them); once it is done, Done is set and Cells are
+// the blocks the run recorded, with their final outputs (the view shows
+// them instead).
+type ViewRunOutput struct {
+	Cells  []Cell `json:"cells"`
+	Cursor int    `json:"cursor"`
+	Done   bool   `json:"done"`
+}
+
+// Cell is a notebook cell as the views render it: a block of the history,
+// or a run still going on.
+type Cell struct {
+	SessionID string `json:"session_id"`
+	// RunID is "" for a history cell that no live run recorded.
+	RunID string `json:"run_id"`
+	// Index is the 0-based history index; -1 until the block is recorded.
+	Index int    `json:"index"`
+	Code  string `json:"code"`
+	// CellType is code, markdown or raw (a notebook's text cells).
+	CellType string `json:"cell_type"`
+	// Source is history.Entry.Source: "", "file:...", "rerun", "notebook:...".
+	Source string `json:"source"`
+	// By is who wrote the code: assistant or person.
+	By string `json:"by"`
+	// Language is the session kernel's, for highlighting; "" while unknown.
+	Language       string `json:"language"`
+	ExecutionCount int    `json:"execution_count"`
+	// Status is ok, error, timeout, interrupted (or loaded) for a recorded
+	// block; queued, running or input_requested for a run going on.
+	Status    string           `json:"status"`
+	ElapsedMS int64            `json:"elapsed_ms"`
+	Outputs   []history.Output `json:"outputs"`
+	// Prompt and Password are set while the run waits for input.
+	Prompt   string `json:"prompt,omitempty"`
+	Password bool   `json:"password,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// entryCell is a history entry as a cell.
+func entryCell(sessionID, runID, language string, index int, e history.Entry) Cell {
+	c := Cell{SessionID: sessionID, RunID: runID, Index: index, Code: e.Code, CellType: "code", Source: e.Source, By: "assistant",
+		Language: language, ExecutionCount: e.ExecutionCount, Status: e.Status, ElapsedMS: e.End.Sub(e.Start).Milliseconds(),
+		Outputs: e.Outputs, Note: e.Note}
+	if !e.IsCode() {
+		c.CellType = e.CellType
+	}
+	if c.Outputs == nil {
+		c.Outputs = []history.Output{}
+	}
+	return c
+}
+
+// addApp registers the cell view and view_run, when the server offers a
+// tool that links the view.
+func (s *Server) addApp() {
+	if !slices.ContainsFunc(allTools, func(t string) bool { return cellTools[t] && s.offers(t) }) {
+		return
+	}
+	uiMeta := mcp.Meta{"ui": map[string]any{"prefersBorder": true}}
+	s.mcp.AddResource(&mcp.Resource{
+		URI:         cellURI,
+		Name:        "cell-view",
+		Title:       "Notebook cell view",
+		Description: "The MCP App that shows a run as a notebook cell: code, outputs, live progress",
+		MIMEType:    appMIMEType,
+		Meta:        uiMeta,
+	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: cellURI, MIMEType: appMIMEType, Text: cellHTML, Meta: uiMeta}}}, nil
+	})
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        viewRunTool,
+		Description: "For the cell view only: a run's state and the outputs that arrived after cursor, or once it is done its recorded cells. Takes nothing from wait_run.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Meta:        mcp.Meta{"ui": map[string]any{"resourceUri": cellURI, "visibility": []string{"app"}}},
+	}, s.viewRun)
+	s.mcp.AddReceivingMiddleware(s.appOnly)
+}
+
+// viewRun is view_run: it takes no turn in the session's queue and reads
+// the run's viewer log, never wait_run's pending output.
+func (s *Server) viewRun(_ context.Context, _ *mcp.CallToolRequest, in ViewRunInput) (*mcp.CallToolResult, any, error) {
+	if in.Cursor < 0 {
+		return errResult[any]("invalid cursor %d: give 0 or the cursor the previous call returned", in.Cursor)
+	}
+	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
+	if err != nil {
+		return errResult[any]("%v", err)
+	}
+	r, err := ss.FindRun(in.RunID)
+	if err != nil {
+		return errResult[any]("%v", err)
+	}
+	snap := r.ViewSince(in.Cursor)
+	lang := ss.Describe().Language
+	out := ViewRunOutput{Cursor: snap.Cursor, Done: snap.View.Status == engine.StatusDone}
+	if out.Done {
+		for _, i := range snap.Blocks {
+			lo, hi := i, i+1
+			if entries, _ := ss.Slice(&lo, &hi); len(entries) == 1 {
+				out.Cells = append(out.Cells, entryCell(ss.ID(), r.ID(), lang, i, entries[0]))
+			}
+		}
+	}
+	if len(out.Cells) == 0 {
+		// A run going on; or one that recorded nothing (it failed to
+		// start, or its blocks were deleted since): its live cell.
+		c := Cell{SessionID: ss.ID(), RunID: r.ID(), Index: -1, Code: snap.Code, CellType: "code", By: "assistant", Language: lang,
+			ExecutionCount: snap.ExecutionCount, Status: snap.View.Status, ElapsedMS: snap.View.ElapsedMS, Outputs: snap.Outputs,
+			Prompt: snap.View.Prompt, Password: snap.View.Password}
+		if c.Outputs == nil {
+			c.Outputs = []history.Output{}
+		}
+		if snap.Truncated {
+			c.Note = "The live view stopped following this run's output: too much of it. The recorded cell will show what history keeps."
+		}
+		if out.Done {
+			c.Status, c.Note = endStatus(r)
+		}
+		out.Cells = []Cell{c}
+	}
+	status := snap.View.Status
+	if out.Done {
+		status = out.Cells[len(out.Cells)-1].Status
+	}
+	return textResult(fmt.Sprintf("run %s in session %s: %s", r.ID(), ss.ID(), status)), out, nil
+}
+
+// endStatus is how a run that recorded no block ended, and why.
+func endStatus(r *engine.Run) (status, note string) {
+	v, err := r.Result()
+	if err != nil {
+		return "error", err.Error()
+	}
+	tr, _ := v.(toolResult)
+	if ro, ok := tr.out.(RunOutput); ok && ro.Status != "" {
+		return ro.Status, ro.Note
+	}
+	if tr.res != nil && tr.res.IsError {
+		return "error", ""
+	}
+	return "ok", ""
+}
+
+// appOnly hides view_run from a client that did not declare the extension:
+// tools/list leaves it out, and a call is refused as the SDK refuses an
+// unknown tool.
+func (s *Server) appOnly(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			if r.Params != nil && r.Params.Name == viewRunTool && !declaresUI(r) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", viewRunTool)}
+			}
+		case *mcp.ListToolsRequest:
+			if !declaresUI(r) {
+				res, err := next(ctx, method, req)
+				if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					c := *lt
+					c.Tools = slices.DeleteFunc(slices.Clone(lt.Tools), func(t *mcp.Tool) bool { return t.Name == viewRunTool })
+					return &c, nil
+				}
+				return res, err
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// declaresUI reports whether the calling client declared the MCP Apps
+// extension (in its initialize request, or in the request's own _meta in
+// the stateless protocol).
+func declaresUI(req interface {
+	ClientCapabilities() *mcp.ClientCapabilities
+}) bool {
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[uiExtension]
+	return ok
+}

@@ -1,0 +1,115 @@
+// Builds the two views into single self-contained HTML files:
+//   node build.mjs              writes ../mcpserver/ui/cell.html and web.html
+//   node build.mjs --out DIR    writes them into DIR instead
+//   node build.mjs --check      builds in memory; fails if the committed files differ
+// The output depends only on the sources and the locked packages: no
+// timestamps, no paths, so two builds give the same bytes.
+
+import * as esbuild from "esbuild";
+import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const committed = resolve(here, "../mcpserver/ui");
+
+const pages = {
+  "cell.html": {
+    entry: "src/app.js",
+    title: "kernel-mcp cell",
+    body: '<div id="root" class="cells"></div>',
+    limit: 400 * 1024,
+  },
+  "web.html": {
+    entry: "src/web.js",
+    title: "kernel-mcp notebook",
+    bodyClass: "web",
+    body: [
+      '<header class="page-head"><h1>kernel-mcp</h1><nav class="session-tabs"></nav></header>',
+      "<main>",
+      '<div class="page-message" hidden></div>',
+      '<div class="session-bar" hidden><h2 class="session-title"></h2>',
+      '<button type="button" class="session-interrupt">Interrupt</button>',
+      '<a class="download-ipynb" download>notebook.ipynb</a>',
+      '<a class="download-py" download>script.py</a></div>',
+      '<div class="cells"></div>',
+      '<div class="new-cell" hidden>',
+      '<textarea class="new-cell-code" spellcheck="false" placeholder="Code to run in this session (Shift+Enter runs)"></textarea>',
+      '<button type="button" class="new-cell-run">Run</button>',
+      '<div class="new-cell-message" hidden></div>',
+      "</div>",
+      "</main>",
+    ].join(""),
+  },
+};
+
+async function bundle(options) {
+  const r = await esbuild.build({
+    absWorkingDir: here,
+    bundle: true,
+    minify: true,
+    write: false,
+    target: "es2022",
+    legalComments: "eof",
+    charset: "ascii",
+    logLevel: "warning",
+    ...options,
+  });
+  return new TextDecoder().decode(r.outputFiles[0].contents).trimEnd();
+}
+
+// inline makes script text safe inside <script>: "</script" would end the
+// element early ("<\/" is "</" in JS strings, regexps and templates), and
+// "<!--" followed by "<script" would keep it from ending at all.
+function inline(js) {
+  const out = js.replace(/<\/(script)/gi, "<\\/$1");
+  if (/<!--/.test(out) && /<script/i.test(out)) throw new Error("bundle holds both <!-- and <script; it cannot be inlined as is");
+  return out;
+}
+
+async function build() {
+  const css = await bundle({ entryPoints: ["src/style.css"], loader: { ".css": "css" }, outfile: "out.css" });
+  if (/<\/style|<!--/i.test(css)) throw new Error("style.css holds a sequence that would end the inline <style>");
+  const out = {};
+  for (const [name, p] of Object.entries(pages)) {
+    const js = await bundle({ entryPoints: [p.entry], format: "iife", platform: "browser", outfile: "out.js" });
+    out[name] = [
+      "<!doctype html>",
+      '<html lang="en"><head><meta charset="utf-8">',
+      '<meta name="viewport" content="width=device-width, initial-scale=1">',
+      "<title>" + p.title + "</title>",
+      "<style>" + css + "</style>",
+      "</head><body" + (p.bodyClass ? ' class="' + p.bodyClass + '"' : "") + ">",
+      p.body,
+      "<script>" + inline(js) + "</script>",
+      "</body></html>",
+      "",
+    ].join("\n");
+    if (p.limit && out[name].length > p.limit) {
+      throw new Error(`${name} is ${out[name].length} bytes, over its ${p.limit} byte budget`);
+    }
+  }
+  return out;
+}
+
+const args = process.argv.slice(2);
+const files = await build();
+if (args[0] === "--check") {
+  let stale = [];
+  for (const [name, text] of Object.entries(files)) {
+    const old = await readFile(join(committed, name), "utf8").catch(() => null);
+    if (old !== text) stale.push(name);
+  }
+  if (stale.length) {
+    console.error(`stale: mcpserver/ui/${stale.join(", ")} differ from a fresh build; run: cd ui && npm run build`);
+    process.exit(1);
+  }
+  console.log("mcpserver/ui is up to date");
+} else {
+  const dir = args[0] === "--out" && args[1] ? resolve(args[1]) : committed;
+  await mkdir(dir, { recursive: true });
+  for (const [name, text] of Object.entries(files)) {
+    await writeFile(join(dir, name), text);
+    console.log(`${join(dir, name)}: ${Buffer.byteLength(text)} bytes`);
+  }
+}

@@ -1,0 +1,168 @@
+// The cell view, an MCP App: the host hands it a run tool's result; it
+// shows that at once, then follows the run through the app-only tool
+// view_run until the run is done. Its only channel is the host bridge.
+
+import { App } from "./bridge.js";
+import { CellView, isLive } from "./render.js";
+
+const POLL_MS = 500;
+
+const root = document.getElementById("root");
+const app = new App({ name: "kernel-mcp", version: "1" });
+let views = [];
+let follow = 0; // bumped for each tool result, so an older poll loop stops
+let toolArgs = {};
+
+function applyTheme(ctx) {
+  if (!ctx) return;
+  if (ctx.theme === "dark" || ctx.theme === "light") document.documentElement.dataset.theme = ctx.theme;
+  const vars = ctx.styles && ctx.styles.variables;
+  if (vars) {
+    for (const [k, v] of Object.entries(vars)) if (k.startsWith("--") && v) document.documentElement.style.setProperty(k, v);
+  }
+}
+
+function textOf(result) {
+  return (result.content || [])
+    .filter((b) => b.type === "text")
+    .map((b) => b.text)
+    .join("\n");
+}
+
+// firstCell makes a cell from a tool result alone, before view_run answers:
+// a RunOutput's streams, value and errors, or the result's text and images
+// for the tools that return something else.
+export function firstCell(result, args) {
+  const sc = result.structuredContent || {};
+  const outputs = [];
+  const isRun = typeof sc.stdout === "string" || typeof sc.output === "string";
+  if (isRun) {
+    const out = sc.stdout || sc.output || "";
+    if (out) outputs.push({ output_type: "stream", name: "stdout", text: out });
+    if (sc.stderr) outputs.push({ output_type: "stream", name: "stderr", text: sc.stderr });
+    if (sc.result) outputs.push({ output_type: "execute_result", data: { "text/plain": sc.result } });
+    for (const e of sc.errors || (sc.error ? [sc.error] : [])) {
+      outputs.push({ output_type: "error", ename: e.ename, evalue: e.evalue, traceback: e.traceback ? [e.traceback] : [] });
+    }
+  } else {
+    const text = textOf(result);
+    if (text) outputs.push({ output_type: "stream", name: result.isError ? "stderr" : "stdout", text });
+  }
+  for (const b of result.content || []) {
+    if (b.type === "image" && b.data) outputs.push({ output_type: "display_data", data: { [b.mimeType || "image/png"]: b.data } });
+  }
+  return {
+    session_id: sc.session_id || args.session_id || "",
+    run_id: sc.run_id || "",
+    index: -1,
+    code: typeof args.code === "string" ? args.code : "",
+    cell_type: "code",
+    language: "python",
+    execution_count: sc.execution_count || 0,
+    status: sc.status || (result.isError ? "error" : "ok"),
+    elapsed_ms: sc.elapsed_ms || 0,
+    outputs,
+    prompt: sc.prompt || "",
+    password: !!sc.password,
+    note: sc.note || "",
+  };
+}
+
+function toolError(result) {
+  if (result && result.isError) throw new Error(textOf(result) || "the tool failed");
+  return result;
+}
+
+const actions = {
+  focusInput: true,
+  onInput: async (cell, text) => {
+    toolError(
+      await app.callServerTool({
+        name: "send_input",
+        arguments: { session_id: cell.session_id, run_id: cell.run_id, text },
+      }),
+    );
+  },
+  onInterrupt: async (cell) => {
+    toolError(await app.callServerTool({ name: "interrupt_session", arguments: { session_id: cell.session_id } }));
+  },
+};
+
+function showCells(cells) {
+  while (views.length > cells.length) views.pop().root.remove();
+  cells.forEach((c, i) => {
+    if (!views[i]) {
+      views[i] = new CellView(actions);
+      root.append(views[i].root);
+    }
+    views[i].set(c);
+  });
+}
+
+function showMessage(text) {
+  let m = document.querySelector(".view-message");
+  if (!m) {
+    m = document.createElement("div");
+    m.className = "view-message";
+    document.body.append(m);
+  }
+  m.textContent = text;
+}
+
+async function followRun(sessionID, runID, me) {
+  let cursor = 0;
+  for (;;) {
+    let r;
+    try {
+      r = toolError(
+        await app.callServerTool({ name: "view_run", arguments: { session_id: sessionID, run_id: runID, cursor } }),
+      );
+    } catch (err) {
+      if (me === follow) showMessage("live view unavailable: " + err.message);
+      return;
+    }
+    if (me !== follow) return;
+    const v = r.structuredContent || {};
+    const cells = v.cells || [];
+    if (v.done) {
+      if (cells.length) showCells(cells);
+      else if (views[0]) views[0].setMeta({ status: views[0].cell.status === "running" ? "ok" : views[0].cell.status });
+      return;
+    }
+    const live = cells[0];
+    if (live) {
+      if (cursor === 0) showCells([live]);
+      else {
+        views[0].setMeta({ ...live, outputs: undefined });
+        views[0].append(live.outputs);
+      }
+    }
+    cursor = typeof v.cursor === "number" ? v.cursor : cursor;
+    if (live && !isLive(live.status)) return;
+    await new Promise((res) => setTimeout(res, POLL_MS));
+    if (me !== follow) return;
+  }
+}
+
+app.ontoolinput = (p) => {
+  toolArgs = p.arguments || {};
+};
+
+app.ontoolresult = (result) => {
+  const me = ++follow;
+  const cell = firstCell(result, toolArgs);
+  showCells([cell]);
+  if (cell.run_id && cell.session_id) followRun(cell.session_id, cell.run_id, me);
+};
+
+app.onhostcontextchanged = () => applyTheme(app.getHostContext());
+
+app.onteardown = () => {
+  follow++;
+  return {};
+};
+
+app
+  .connect()
+  .then(() => applyTheme(app.getHostContext()))
+  .catch((err) => showMessage("could not connect to the host: " + err.message));
