@@ -124,6 +124,8 @@ func hostOrigin(t *testing.T, mcpURL string) string {
 // points with onSync; it returns the cases of the driver's verdict.
 func runBrowser(t *testing.T, node, suite string, cfg map[string]any, onSync func(name string, msg map[string]any) map[string]any) []map[string]any {
 	t.Helper()
+	// KERNEL_MCP_TEST_BROWSER_CASES=a,b runs only those cases.
+	cfg["only"] = os.Getenv("KERNEL_MCP_TEST_BROWSER_CASES")
 	cfgPath := filepath.Join(t.TempDir(), "config.json")
 	b, _ := json.Marshal(cfg)
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
@@ -189,7 +191,7 @@ func runBrowser(t *testing.T, node, suite string, cfg map[string]any, onSync fun
 	for _, c := range verdict.Cases {
 		name, _ := c["name"].(string)
 		if ok, _ := c["ok"].(bool); !ok {
-			t.Errorf("case %s: %v\nscreenshot: %v\nconsole:\n%v", name, c["error"], c["screenshot"], c["console"])
+			t.Errorf("case %s: %v\nscreenshot: %v\nconsole: %v\ncalls: %v", name, c["error"], c["screenshot"], c["console"], c["calls"])
 		}
 	}
 	return verdict.Cases

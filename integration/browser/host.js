@@ -63,8 +63,17 @@ window.runTool = async (name, args) => {
   await bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));
   // Forward the view's tool calls to the server, and log them.
   bridge.oncalltool = async (params) => {
-    window.calls.push({ by: "view", frame: frameName, name: params.name, args: params.arguments, at: Date.now() });
-    return client.callTool(params);
+    const call = { by: "view", frame: frameName, name: params.name, args: params.arguments, at: Date.now() };
+    window.calls.push(call);
+    try {
+      const r = await client.callTool(params);
+      call.isError = !!r.isError;
+      call.text = (r.content || []).map((c) => c.text || "").join("\n").slice(0, 300);
+      return r;
+    } catch (e) {
+      call.error = String(e);
+      throw e;
+    }
   };
   iframe.srcdoc = content.text;
 

@@ -68,6 +68,7 @@ const results = [];
 let browser;
 
 async function runCase(name, fn) {
+  if (cfg.only && !cfg.only.split(",").includes(name)) return;
   const t0 = Date.now();
   const context = await browser.newContext({ viewport: { width: 820, height: 700 } });
   const page = await context.newPage();
@@ -80,7 +81,8 @@ async function runCase(name, fn) {
     r.ok = true;
   } catch (e) {
     r.error = e instanceof Fail ? e.message : String(e.stack || e);
-    r.console = consoleLines.slice(-30);
+    r.console = consoleLines.filter((l) => !l.startsWith("debug:")).slice(-30);
+    r.calls = await page.evaluate(() => (window.calls || []).filter((c) => c.name !== "view_run" || c.isError || c.error).slice(-20)).catch(() => undefined);
   }
   try {
     r.screenshot = join(cfg.artifacts, `${suite}-${name}.png`);
@@ -136,7 +138,7 @@ async function appSuite() {
 
   await runCase("plot", async (page) => {
     await openHost(page);
-    const code = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('rise')\nplt.show()";
+    const code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('rise')\nplt.show()";
     const { frame } = await runTool(page, "run_code", { session_id: "app", code });
     await cellDone(frame, "ok");
     const img = await poll(frame, () => {
@@ -154,7 +156,8 @@ async function appSuite() {
     const outs = await frame.evaluate(() => document.querySelector(".cell-outputs").innerText);
     check(outs.includes("ZeroDivisionError"), `no ZeroDivisionError in the outputs: ${JSON.stringify(outs)}`);
     check(/y = x \/ 0/.test(outs), `the failing line is not shown: ${JSON.stringify(outs)}`);
-    check(!outs.includes("never"), "output after the error");
+    const streams = await frame.evaluate(() => [...document.querySelectorAll(".cell-outputs .output")].map((o) => o.innerText.trim()));
+    check(!streams.includes("never"), `output after the error: ${JSON.stringify(streams)}`);
     check(!/\x1b\[/.test(outs), "raw ANSI escapes in the traceback");
     return { status: "error", chars: text.length };
   });
