@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/url"
 	"path/filepath"
 	"runtime"
@@ -67,6 +68,11 @@ type config struct {
 	TokensFile         string
 	MaxSessionsPerUser int
 
+	// UI is the web view's listen address (host:port), "" for none;
+	// UIReadOnly refuses cells from it.
+	UI         string
+	UIReadOnly bool
+
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
 	NoStateDir bool
@@ -122,11 +128,13 @@ var settings = []setting{
 	{"sandbox-network", "KERNEL_MCP_SANDBOX_NETWORK", "false", "with --sandbox, keep the network (install_package needs it)"},
 	{"tokens-file", "KERNEL_MCP_TOKENS_FILE", "none", "HTTP only: a file of 'name token' lines (mode 600), one per user; each user has their own sessions, history and state folder"},
 	{"max-sessions-per-user", "KERNEL_MCP_MAX_SESSIONS_PER_USER", "0", "with --tokens-file, most running kernels per user; 0 means unlimited (--max-sessions then counts all users)"},
+	{"ui", "KERNEL_MCP_UI", "none", "serve the live web view at host:port (port 0 picks a free one; a bare :port binds 127.0.0.1), behind a random token printed with its URL; with sse or streamable-http also under /ui/ on that listener"},
+	{"ui-readonly", "KERNEL_MCP_UI_READONLY", "false", "the web view only watches: running cells from it is refused"},
 }
 
 // boolSettings are the settings that are switches: "--sandbox" alone means
 // true, and the values are true/false, 1/0, yes/no, on/off.
-var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true}
+var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true, "ui-readonly": true}
 
 // listSettings are the settings that may be repeated on the command line;
 // their values are joined with listSep.
@@ -440,7 +448,41 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	if err := parseUsers(&cfg, get); err != nil {
 		return config{}, err
 	}
+	if err := parseUI(&cfg, get); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
+}
+
+// parseUI reads the web view's settings. A bare ":port" binds loopback:
+// reaching the view from elsewhere takes a host written out.
+func parseUI(cfg *config, get func(string) string) error {
+	var err error
+	if cfg.UIReadOnly, err = parseSwitch("ui-readonly", get("ui-readonly")); err != nil {
+		return err
+	}
+	v := get("ui")
+	if v == "" || strings.EqualFold(v, "none") {
+		if cfg.UIReadOnly {
+			return invalid("ui-readonly", get("ui-readonly"), "has no effect without --ui / KERNEL_MCP_UI")
+		}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return invalid("ui", v, "want host:port, such as 127.0.0.1:8765 (port 0 picks a free one)")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return invalid("ui", v, "want a port from 0 to 65535")
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return invalid("ui", v, "want a host name or IP address before the port")
+	}
+	cfg.UI = net.JoinHostPort(host, port)
+	return nil
 }
 
 // absolutePaths makes the state directory and the tokens file absolute,

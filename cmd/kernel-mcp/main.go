@@ -105,6 +105,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer ln.Close()
 	}
 
+	var ui *webView
+	var uiURLs []string
+	if cfg.UI != "" {
+		if ui, err = listenUI(cfg, users); err != nil {
+			fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+			return exitError
+		}
+		defer ui.ln.Close()
+		uiURLs = ui.urls(ui.ln.Addr())
+		if host, _, _ := net.SplitHostPort(cfg.UI); !isLoopbackHost(host) {
+			logger.Warn("the web view listens beyond this machine: anyone with its URL can read and run code in the sessions", "ui", cfg.UI)
+		}
+	}
+
 	sandbox, err := sandboxOptions(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
@@ -131,7 +145,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		GatewayToken:   cfg.GatewayToken,
 		Version:        versionString(),
 		Logger:         logger,
-	})
+	}, uiURLs)
 	if err != nil {
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitError
@@ -154,8 +168,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}()
 
+	if ui != nil {
+		ui.start(cfg, srv, logger)
+		ui.announce(stderr, ui.ln.Addr(), "")
+		// The view's listener lives as long as the MCP transport.
+		uiCtx, uiStop := context.WithCancel(ctx)
+		uiDone := make(chan error, 1)
+		go func() { uiDone <- serveHTTP(uiCtx, ui.ln, ui.handler(), shutdownGrace, logger) }()
+		defer func() {
+			uiStop()
+			if err := <-uiDone; err != nil {
+				logger.Warn("web view", "error", err)
+			}
+		}()
+	}
+
 	if cfg.isHTTP() {
-		err = serveHTTPTransport(ctx, cfg, srv, ln, stderr, logger)
+		err = serveHTTPTransport(ctx, cfg, srv, ui, ln, stderr, logger)
 	} else {
 		err = serveStdio(ctx, srv.list[0], mcpserver.StdioTransport(), logger)
 	}
@@ -188,12 +217,16 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, t mcp.Transport, log
 
 // serveHTTPTransport serves MCP over SSE or streamable HTTP on ln until ctx
 // is cancelled, then shuts the HTTP server down gracefully.
-func serveHTTPTransport(ctx context.Context, cfg config, srv *servers, ln net.Listener, stderr io.Writer, logger *slog.Logger) error {
-	h := srv.httpHandler(cfg, logger)
+// With the web view (ui), it is served under /ui/ on ln too.
+func serveHTTPTransport(ctx context.Context, cfg config, srv *servers, ui *webView, ln net.Listener, stderr io.Writer, logger *slog.Logger) error {
+	h := withUI(ui, srv.httpHandler(cfg, logger))
 	url := endpointURL(cfg.Transport, ln.Addr())
 	// Always shown, whatever the log level: clients need the URL, and with
 	// --port 0 this is where the chosen port appears.
 	fmt.Fprintf(stderr, "kernel-mcp: serving %s at %s\n", cfg.Transport, url)
+	if ui != nil {
+		ui.announce(stderr, ln.Addr(), "also ")
+	}
 	if cfg.Token == "" && cfg.TokensFile == "" {
 		logger.Info("no token set: any local process can connect; set --token / KERNEL_MCP_TOKEN to require one")
 	}

@@ -26,8 +26,12 @@ type servers struct {
 
 // newServers builds the servers. With users, MaxSessions bounds all users'
 // kernels together and cfg.MaxSessionsPerUser each user's.
-func newServers(users []user, cfg config, base mcpserver.Config) (*servers, error) {
+// uiURLs, when set, are the web view's URLs, one per server.
+func newServers(users []user, cfg config, base mcpserver.Config, uiURLs []string) (*servers, error) {
 	if len(users) == 0 {
+		if len(uiURLs) > 0 {
+			base.UIURL = uiURLs[0]
+		}
 		srv, err := mcpserver.New(base)
 		if err != nil {
 			return nil, err
@@ -36,8 +40,11 @@ func newServers(users []user, cfg config, base mcpserver.Config) (*servers, erro
 	}
 	s := &servers{users: users}
 	total := engine.NewKernelLimit(base.MaxSessions)
-	for _, u := range users {
+	for i, u := range users {
 		c := base
+		if len(uiURLs) > i {
+			c.UIURL = uiURLs[i]
+		}
 		c.SharedLimit = total
 		c.MultiUser = true
 		c.MaxSessions = cfg.MaxSessionsPerUser
