@@ -10,29 +10,37 @@ import (
 	"testing"
 )
 
-// TestUIBundleFresh rebuilds the views from ui/ and requires the committed
-// (and embedded) files to be byte for byte what the build makes. It needs
-// node and npm; without them it skips, unless CI=true.
-func TestUIBundleFresh(t *testing.T) {
+// uiDir returns the ui/ folder with its packages installed (npm ci when
+// node_modules is missing) and the node binary. Without node and npm it
+// skips the test, unless CI=true.
+func uiDir(t *testing.T) (dir, node string) {
+	t.Helper()
 	node, errNode := exec.LookPath("node")
 	npm, errNpm := exec.LookPath("npm")
 	if errNode != nil || errNpm != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or npm not found (node: %v, npm: %v): CI needs them to check the UI bundle", errNode, errNpm)
+			t.Fatalf("node or npm not found (node: %v, npm: %v): CI needs them to check the views", errNode, errNpm)
 		}
 		t.Skip("node or npm not found")
 	}
-	ui, err := filepath.Abs(filepath.Join("..", "ui"))
+	dir, err := filepath.Abs(filepath.Join("..", "ui"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(ui, "node_modules")); os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); os.IsNotExist(err) {
 		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = ui
+		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", ui, err, out)
+			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
 		}
 	}
+	return dir, node
+}
+
+// TestUIBundleFresh rebuilds the views from ui/ and requires the committed
+// (and embedded) files to be byte for byte what the build makes.
+func TestUIBundleFresh(t *testing.T) {
+	ui, node := uiDir(t)
 	dir := t.TempDir()
 	cmd := exec.Command(node, "build.mjs", "--out", dir)
 	cmd.Dir = ui
@@ -48,6 +56,22 @@ func TestUIBundleFresh(t *testing.T) {
 			t.Errorf("mcpserver/ui/%s differs from a fresh build of ui/ (%d bytes committed, %d built): run cd ui && npm ci && npm run build, and commit the result",
 				name, len(embedded), len(fresh))
 		}
+	}
+}
+
+// TestUIScripts runs the views' own tests (ui/test, in jsdom): the
+// renderer's rules, sanitizing hostile outputs, the built cell view against
+// ext-apps' AppBridge, and the built web view against a scripted API.
+func TestUIScripts(t *testing.T) {
+	ui, node := uiDir(t)
+	files, err := filepath.Glob(filepath.Join(ui, "test", "*.test.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no tests in %s/test (%v)", ui, err)
+	}
+	cmd := exec.Command(node, append([]string{"--test"}, files...)...)
+	cmd.Dir = ui
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
 	}
 }
 

@@ -279,6 +279,7 @@ export class CellView {
     this.outBox = el("div", "cell-outputs");
     this.noteBox = el("div", "cell-note");
     this.root.append(this.head, this.codeBox, this.controls, this.outBox, this.noteBox);
+    this.controls.hidden = true;
     this.shownCode = null;
     this.shownControls = "";
   }

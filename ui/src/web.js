@@ -77,7 +77,7 @@ async function loadSessions() {
     showMessage(".page-message", "");
   } catch (err) {
     showMessage(".page-message", err.message, true);
-    return;
+    return false;
   }
   const fromHash = decodeURIComponent(location.hash.replace(/^#s=/, ""));
   if (!sessions.some((s) => s.session_id === current)) {
@@ -85,6 +85,7 @@ async function loadSessions() {
     await showSession();
   }
   drawTabs();
+  return true;
 }
 
 function drawTabs() {
@@ -246,6 +247,10 @@ function subscribe() {
   };
   es.onopen = () => showMessage(".page-message", "");
   es.onerror = () => {
+    if (es.readyState === 2) {
+      showMessage(".page-message", "the event stream closed; reload the page to follow the sessions again", true);
+      return;
+    }
     // EventSource reconnects by itself; what passed meanwhile is refetched.
     showMessage(".page-message", "connection lost, reconnecting…", true);
     es.addEventListener("open", () => onEvent({ kind: "missed" }), { once: true });
@@ -283,4 +288,5 @@ $(".session-interrupt").addEventListener("click", () =>
   actions.onInterrupt({ session_id: current }).catch((err) => showMessage(".page-message", err.message, true)),
 );
 
-loadSessions().then(subscribe);
+// Without a working token there is nothing to follow: the page says why.
+loadSessions().then((ok) => ok && subscribe());

@@ -1,0 +1,160 @@
+// The built web view (mcpserver/ui/web.html) in jsdom against a scripted
+// /ui/ API: the token on every request, the session list, the cells, the
+// event stream's live cells, the input box, the person's run and the
+// read-only refusal.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { JSDOM } from "jsdom";
+
+const html = await readFile(new URL("../../mcpserver/ui/web.html", import.meta.url), "utf8");
+const TOKEN = "0123456789abcdef0123456789abcdef";
+
+async function until(what, cond, ms = 5000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = cond();
+    if (v) return v;
+    if (Date.now() > end) throw new Error("timed out waiting for " + what);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const historyCell = {
+  session_id: "default",
+  run_id: "",
+  index: 0,
+  code: "df.head()",
+  cell_type: "code",
+  by: "",
+  language: "python",
+  execution_count: 1,
+  status: "ok",
+  elapsed_ms: 12,
+  outputs: [{ output_type: "execute_result", data: { "text/html": "<table><tr><td>7</td></tr></table>", "text/plain": "7" }, execution_count: 1 }],
+};
+
+// page opens web.html with fetch and EventSource replaced by the routes.
+function page(routes) {
+  const requests = [];
+  const sources = [];
+  const dom = new JSDOM(html, {
+    url: "http://127.0.0.1:8765/ui/?token=" + TOKEN,
+    runScripts: "dangerously",
+    pretendToBeVisual: true,
+    beforeParse(w) {
+      w.fetch = async (url, init = {}) => {
+        const req = { url: String(url), method: init.method || "GET", headers: init.headers || {}, body: init.body };
+        requests.push(req);
+        const key = req.method + " " + new URL(req.url, "http://127.0.0.1:8765").pathname;
+        const route = routes[key];
+        const [status, body] = route ? route(req) : [404, { error: "no route " + key }];
+        return { ok: status < 300, status, statusText: "", text: async () => JSON.stringify(body) };
+      };
+      w.EventSource = class {
+        constructor(url) {
+          this.url = url;
+          sources.push(this);
+        }
+        emit(e) {
+          this.onmessage?.({ data: JSON.stringify(e) });
+        }
+        addEventListener() {}
+      };
+    },
+  });
+  return { doc: dom.window.document, requests, sources, close: () => dom.window.close() };
+}
+
+test("the page lists the sessions, shows the cells and follows the events", async () => {
+  let inputBody;
+  let cells = [historyCell];
+  const p = page({
+    "GET /ui/api/sessions": () => [200, { sessions: [{ session_id: "default", state: "idle", language: "python", history_count: 1, run: null }, { session_id: "other", state: "idle" }] }],
+    "GET /ui/api/sessions/default/cells": () => [200, { cells }],
+    "POST /ui/api/sessions/default/input": (r) => {
+      inputBody = JSON.parse(r.body);
+      return [200, { message: "sent" }];
+    },
+  });
+  try {
+    const td = await until("the history cell's table", () => p.doc.querySelector('.cell[data-index="0"] td'));
+    assert.equal(td.textContent, "7");
+    assert.deepEqual([...p.doc.querySelectorAll(".session-tab")].map((a) => a.dataset.sessionId), ["default", "other"]);
+    for (const r of p.requests) assert.equal(r.headers.Authorization, "Bearer " + TOKEN, r.url + " carries the token");
+    assert.equal(p.doc.querySelector(".download-ipynb").getAttribute("href"), "/ui/api/sessions/default/notebook.ipynb?token=" + TOKEN);
+    assert.equal(p.doc.querySelector(".download-py").getAttribute("href"), "/ui/api/sessions/default/script.py?token=" + TOKEN);
+
+    const es = await until("the event stream", () => p.sources[0]);
+    assert.equal(es.url, "/ui/api/events?token=" + TOKEN);
+    cells = [historyCell, { ...historyCell, run_id: "r2", index: -1, code: "for i in range(3): print(i)", status: "running", outputs: [] }];
+    es.emit({ seq: 1, kind: "run_started", session_id: "default", run_id: "r2", status: "running" });
+    es.emit({ seq: 2, kind: "run_output", session_id: "default", run_id: "r2", output: { output_type: "stream", name: "stdout", text: "0\n" } });
+    es.emit({ seq: 3, kind: "run_output", session_id: "default", run_id: "r2", output: { output_type: "stream", name: "stdout", text: "1\n" } });
+    es.emit({ seq: 4, kind: "run_output", session_id: "other", run_id: "r7", output: { output_type: "stream", name: "stdout", text: "elsewhere\n" } });
+    const live = await until("the live cell", () => p.doc.querySelector('.cell[data-run-id="r2"]'));
+    await until("its code, fetched", () => /range\(3\)/.test(live.querySelector(".cell-code").textContent));
+    assert.equal(live.querySelector(".cell-outputs").textContent, "0\n1\n", "outputs from events, not lost to the refetch");
+    assert.doesNotMatch(p.doc.body.textContent, /elsewhere/);
+
+    es.emit({ seq: 5, kind: "input_requested", session_id: "default", run_id: "r2", prompt: "go? " });
+    const input = await until("the input box", () => live.querySelector("input.cell-input"));
+    input.value = "yes";
+    live.querySelector(".cell-input-send").click();
+    await until("the answer posted", () => inputBody);
+    assert.deepEqual(inputBody, { run_id: "r2", text: "yes" });
+
+    cells = [historyCell, { ...historyCell, run_id: "r2", index: 1, code: "for i in range(3): print(i)", outputs: [{ output_type: "stream", name: "stdout", text: "0\n1\n2\n" }] }];
+    es.emit({ seq: 6, kind: "run_finished", session_id: "default", run_id: "r2", status: "ok" });
+    await until("the recorded cell", () => p.doc.querySelector('.cell[data-index="1"][data-status="ok"]'));
+    assert.equal(p.doc.querySelectorAll(".cell").length, 2);
+    assert.equal(p.doc.querySelector('.cell[data-index="1"] .cell-outputs').textContent, "0\n1\n2\n");
+  } finally {
+    p.close();
+  }
+});
+
+test("the person's cell is posted; a read-only server's refusal is shown", async () => {
+  const bodies = [];
+  let readonly = false;
+  const p = page({
+    "GET /ui/api/sessions": () => [200, { sessions: [{ session_id: "default", state: "idle" }] }],
+    "GET /ui/api/sessions/default/cells": () => [200, { cells: [] }],
+    "POST /ui/api/sessions/default/run": (r) => {
+      bodies.push(JSON.parse(r.body));
+      return readonly ? [403, { error: "the web view is read-only (--ui-readonly)" }] : [202, { run_id: "r5" }];
+    },
+    "POST /ui/api/sessions/default/interrupt": () => [200, { message: "interrupted" }],
+  });
+  try {
+    const ta = await until("the code box", () => !p.doc.querySelector(".new-cell").hidden && p.doc.querySelector("textarea.new-cell-code"));
+    ta.value = "1 + 1";
+    p.doc.querySelector(".new-cell-run").click();
+    await until("the queued cell", () => p.doc.querySelector('.cell[data-run-id="r5"][data-status="queued"]'));
+    assert.deepEqual(bodies, [{ code: "1 + 1" }]);
+    assert.equal(ta.value, "");
+
+    readonly = true;
+    ta.value = "2 + 2";
+    p.doc.querySelector(".new-cell-run").click();
+    const msg = await until("the refusal", () => !p.doc.querySelector(".new-cell-message").hidden && p.doc.querySelector(".new-cell-message"));
+    assert.match(msg.textContent, /read-only/);
+    assert.equal(ta.value, "2 + 2", "the code stays for the person");
+
+    p.doc.querySelector(".session-interrupt").click();
+    await until("the interrupt", () => p.requests.some((r) => r.method === "POST" && r.url.endsWith("/interrupt")));
+  } finally {
+    p.close();
+  }
+});
+
+test("a wrong token's 401 is said on the page", async () => {
+  const p = page({ "GET /ui/api/sessions": () => [401, { error: "unauthorized: wrong or missing token" }] });
+  try {
+    const m = await until("the message", () => !p.doc.querySelector(".page-message").hidden && p.doc.querySelector(".page-message"));
+    assert.match(m.textContent, /unauthorized/);
+    assert.equal(p.sources.length, 0, "no event stream without a working token");
+  } finally {
+    p.close();
+  }
+});
