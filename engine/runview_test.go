@@ -180,3 +180,30 @@ func TestViewSinceRealKernel(t *testing.T) {
 		t.Errorf("pending wait_run output after the run: %q", got)
 	}
 }
+
+// Entries a run records without running them (a notebook's text cells)
+// are among its blocks too.
+func TestViewSinceRecordedEntries(t *testing.T) {
+	e := newTestEngine(t, Config{})
+	ss, err := e.LookupOrCreate("text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.Record(history.Entry{Code: "# before", CellType: "markdown", Outputs: []history.Output{}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := e.StartRun(ctx, ss, nil, "run_notebook", func(ctx context.Context, r *Run) (any, error) {
+		r.Record(history.Entry{Code: "# Title", CellType: "markdown", Outputs: []history.Output{}})
+		r.Record(history.Entry{Code: "text", CellType: "raw", Outputs: []history.Output{}})
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Await(ctx, time.Minute); got != AwaitDone {
+		t.Fatalf("await gave %v", got)
+	}
+	if s := r.ViewSince(0); !slices.Equal(s.Blocks, []int{1, 2}) || s.View.Status != StatusDone {
+		t.Fatalf("blocks %v, status %s; want [1 2], done", s.Blocks, s.View.Status)
+	}
+}

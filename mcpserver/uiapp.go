@@ -195,7 +195,8 @@ func endStatus(r *engine.Run) (status, note string) {
 
 // appOnly hides view_run from a client that did not declare the extension:
 // tools/list leaves it out, and a call is refused as the SDK refuses an
-// unknown tool.
+// unknown tool. resources/list leaves the view out for such a client too,
+// so that its lists stay as they were; the view can still be read.
 func (s *Server) appOnly(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
@@ -203,16 +204,29 @@ func (s *Server) appOnly(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Params != nil && r.Params.Name == viewRunTool && !declaresUI(r) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", viewRunTool)}
 			}
+			return next(ctx, method, req)
 		case *mcp.ListToolsRequest:
-			if !declaresUI(r) {
-				res, err := next(ctx, method, req)
-				if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-					c := *lt
-					c.Tools = slices.DeleteFunc(slices.Clone(lt.Tools), func(t *mcp.Tool) bool { return t.Name == viewRunTool })
-					return &c, nil
-				}
-				return res, err
+			if declaresUI(r) {
+				return next(ctx, method, req)
 			}
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				c := *lt
+				c.Tools = slices.DeleteFunc(slices.Clone(lt.Tools), func(t *mcp.Tool) bool { return t.Name == viewRunTool })
+				return &c, nil
+			}
+			return res, err
+		case *mcp.ListResourcesRequest:
+			if declaresUI(r) {
+				return next(ctx, method, req)
+			}
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil {
+				c := *lr
+				c.Resources = slices.DeleteFunc(slices.Clone(lr.Resources), func(r *mcp.Resource) bool { return r.URI == cellURI })
+				return &c, nil
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

@@ -203,7 +203,17 @@ func TestAppClientsSeeTheSame(t *testing.T) {
 		t.Fatalf("view_run from a client without the extension: %v", err)
 	}
 
-	// The view's resource, for either client.
+	// The view is listed for the app's client only, and read by either.
+	for _, cs := range []*mcp.ClientSession{plain, app} {
+		list, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := slices.ContainsFunc(list.Resources, func(r *mcp.Resource) bool { return r.URI == cellURI && r.MIMEType == appMIMEType })
+		if listed != (cs == app) {
+			t.Errorf("resources/list (app client: %v) lists the view: %v", cs == app, listed)
+		}
+	}
 	rr, err := plain.ReadResource(ctx, &mcp.ReadResourceParams{URI: cellURI})
 	if err != nil {
 		t.Fatal(err)
