@@ -321,7 +321,7 @@ func TestBrowserWebView(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("one "+tok1+"\ntwo "+tok2+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	httpURL := startHTTPServer(t, "--tokens-file", tokens, "--pool-size", "0")
+	httpURL := startHTTPServer(t, "--tokens-file", tokens, "--pool-size", "0", "--ui", "127.0.0.1:0")
 	u1, u2 := connectUser(t, httpURL, tok1), connectUser(t, httpURL, tok2)
 	if res := u1.call("run_code", map[string]any{"session_id": "u1-private", "code": "secret_of_user_1 = 7\nprint(secret_of_user_1)"}); res.IsError {
 		t.Fatalf("user 1: %s", text(res))
