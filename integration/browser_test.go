@@ -336,7 +336,7 @@ func TestBrowserWebView(t *testing.T) {
 		"user2URL": userUIURL(t, u2), "user1Session": "u1-private", "user2Session": "u2-own",
 	}
 	streamed := make(chan error, 1)
-	runs := 0
+	runs, drained := 0, false
 	runBrowser(t, node, "web", cfg, func(name string, msg map[string]any) map[string]any {
 		switch name {
 		case "client-run":
@@ -354,6 +354,7 @@ func TestBrowserWebView(t *testing.T) {
 				streamed <- err
 			}()
 		case "client-run-done":
+			drained = true
 			if err := <-streamed; err != nil {
 				return map[string]any{"error": err.Error()}
 			}
@@ -377,6 +378,9 @@ func TestBrowserWebView(t *testing.T) {
 		}
 		return nil
 	})
+	if runs == 1 && !drained {
+		<-streamed // the client's run ends before its server does
+	}
 	if runs != 1 {
 		t.Errorf("the client ran %d times, want 1", runs)
 	}

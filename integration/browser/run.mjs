@@ -292,6 +292,16 @@ async function openSession(page, url, session) {
   await page.locator(`.cell`).first().waitFor({ timeout: T });
 }
 
+// onlyOnce checks that exactly one cell shows code, once its run is over:
+// the live cell gives way to the recorded one.
+async function onlyOnce(page, code, what) {
+  const statuses = await poll(page, (c) => {
+    const st = [...document.querySelectorAll(".cell")].filter((e) => (e.querySelector(".cell-code")?.textContent || "").includes(c)).map((e) => e.dataset.status);
+    return st.length === 1 ? st : null;
+  }, code, `one cell for ${what}`, 10000).catch(async () => page.evaluate((c) => [...document.querySelectorAll(".cell")].filter((e) => (e.querySelector(".cell-code")?.textContent || "").includes(c)).map((e) => e.dataset.status), code));
+  check(statuses.length === 1 && statuses[0] === "ok", `${statuses.length} cells show ${what} after it ended (statuses ${statuses.join(", ")}), want one with status ok`);
+}
+
 // personBox returns the page's box for a new cell and its run button.
 function personBox(page) {
   return { box: page.locator("textarea.new-cell-code").first(), run: page.locator(".new-cell-run").first() };
@@ -310,14 +320,14 @@ async function webSuite() {
       return c.dataset.status !== "ok" && /stream 1/.test(t) ? { status: c.dataset.status, text: t } : null;
     }, null, "the client's cell streaming (stream 1 shown while it runs)");
     const done = await poll(page, () => {
-      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("stream"));
+      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("stream") && e.dataset.status === "ok");
       const t = c?.querySelector(".cell-outputs")?.innerText || "";
-      return c && c.dataset.status === "ok" && t.includes("stream 5") ? t : null;
+      return c && t.includes("stream 5") ? t : null;
     }, null, "the client's cell done with status ok");
+    await onlyOnce(page, "for i in range(6)", "the client's run");
     const after = await page.locator(".cell").count();
     check(after === before + 1, `cells: ${before} before, ${after} after one run`);
     await sync("client-run-done");
-    await page.screenshot({ path: join(cfg.artifacts, "web-view.png") });
     return { liveStatus: live.status, final: done.slice(0, 80) };
   });
 
@@ -326,11 +336,13 @@ async function webSuite() {
     const { box, run } = personBox(page);
     await box.fill("person_value = 6 * 7\nprint('from the person', person_value)");
     await run.click();
-    const cell = await poll(page, () => {
-      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("person_value = 6 * 7"));
+    await poll(page, () => {
+      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("person_value = 6 * 7") && e.dataset.status === "ok");
       const t = c?.querySelector(".cell-outputs")?.innerText || "";
-      return c && c.dataset.status === "ok" && t.includes("from the person 42") ? { text: c.innerText } : null;
+      return c && t.includes("from the person 42");
     }, null, "the person's cell done with its output");
+    await onlyOnce(page, "person_value = 6 * 7", "the person's cell");
+    await page.screenshot({ path: join(cfg.artifacts, "web-view.png") });
     const reply = await sync("person-ran", { session: "web", code: "person_value = 6 * 7" });
     check(reply.ok, `get_history: ${reply.detail}`);
     return { history: reply.detail };
