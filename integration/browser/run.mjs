@@ -103,12 +103,21 @@ async function openHost(page, url = cfg.hostURL) {
   await page.evaluate(() => window.hostReady);
 }
 
+async function waitFrame(page, name) {
+  const deadline = Date.now() + T;
+  for (;;) {
+    const f = page.frame({ name });
+    if (f) return f;
+    check(Date.now() < deadline, `no frame ${name}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 // runTool calls a tool through the host page and returns the view's frame
 // and the tool result.
 async function runTool(page, name, args) {
   const { frame: frameName, result } = await page.evaluate(([n, a]) => window.runTool(n, a), [name, args]);
-  const frame = page.frame({ name: frameName });
-  check(frame, `no frame ${frameName}`);
+  const frame = await waitFrame(page, frameName);
   return { frame, result, frameName };
 }
 
@@ -206,6 +215,7 @@ async function appSuite() {
     check(prompt.includes("your name?"), `the prompt is not shown: ${JSON.stringify(prompt)}`);
     await frame.locator("input.cell-input").fill("Ada");
     await frame.locator(".cell-input-send").click();
+    await poll(frame, () => document.querySelector(".cell")?.dataset.status !== "input_requested", null, "the view to send the answer (status leaving input_requested)", 20000);
     await cellDone(frame, "ok");
     const outs = await frame.evaluate(() => document.querySelector(".cell-outputs").innerText);
     check(outs.includes("hello Ada"), `the answer did not reach the kernel: ${JSON.stringify(outs)}`);
@@ -219,7 +229,7 @@ async function appSuite() {
       "from IPython.display import HTML, SVG, display",
       "display(HTML('<p id=\"safe\">kept <b>bold</b></p><script>window.__pwned=1</script>'))",
       "display(HTML('<img id=\"bad-img\" src=\"x\" onerror=\"window.__pwned=1\">'))",
-      "display(HTML('<a id=\"bad-link\" href=\"javascript:window.__pwned=1\">click me</a>'))",
+      "display(HTML('<a id=\"bad-link\" href=\"javascript:void(window.__pwned=1)\">click me</a>'))",
       "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"20\" height=\"20\"><script>window.__pwned=1</script><rect width=\"20\" height=\"20\" fill=\"red\" onload=\"window.__pwned=1\"/></svg>'))",
       "print('sanitize done')",
     ].join("\n");
@@ -244,6 +254,28 @@ async function appSuite() {
     check(dom.pwned === undefined, `window.__pwned in the view frame is ${dom.pwned}`);
     check(hostPwned === undefined, `window.__pwned in the host page is ${hostPwned}`);
     check(dom.scripts === 0 && dom.handlers === 0 && dom.jsLinks === 0, `unsafe markup left in the view: ${JSON.stringify(dom)}`);
+    // The control: each payload, put in a frame as it is, does set the flag.
+    const payloads = [
+      "<script>window.__pwned=1</script>",
+      '<img src="x" onerror="window.__pwned=1">',
+      '<a href="javascript:void(window.__pwned=1)">click me</a>',
+      '<svg xmlns="http://www.w3.org/2000/svg" width="20" height="20"><script>window.__pwned=1</script></svg>',
+    ];
+    await page.evaluate((ps) => ps.forEach((p, i) => {
+      const f = document.createElement("iframe");
+      f.name = `control-${i}`;
+      // (Chromium runs no javascript: URL in a sandboxed frame: the link's
+      // control frame is not sandboxed; the others are, like the view.)
+      if (!p.startsWith("<a")) f.setAttribute("sandbox", "allow-scripts");
+      f.srcdoc = p;
+      document.body.append(f);
+    }), payloads);
+    for (let i = 0; i < payloads.length; i++) {
+      const f = await waitFrame(page, `control-${i}`);
+      if (payloads[i].startsWith("<a")) await f.locator("a").click();
+      await poll(f, () => window.__pwned === 1, null, `the unsanitized payload ${payloads[i]} to set window.__pwned (the control)`, 10000);
+    }
+    check(await page.evaluate(() => window.__pwned) === undefined, "a control frame reached the host page");
     return { dom };
   });
 
