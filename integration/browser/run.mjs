@@ -75,6 +75,7 @@ async function runCase(name, fn) {
   const consoleLines = [];
   page.on("console", (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
   page.on("pageerror", (e) => consoleLines.push(`pageerror: ${e}`));
+  page.on("response", (resp) => { if (resp.status() >= 400) consoleLines.push(`http: ${resp.status()} ${resp.url().replace(/token=[^&]+/, "token=…")}`); });
   const r = { name, ok: false };
   try {
     Object.assign(r, (await fn(page)) || {});
