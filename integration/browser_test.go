@@ -81,11 +81,10 @@ func browserArtifacts(t *testing.T) string {
 	return dir
 }
 
-// hostOrigin serves the test host page (integration/browser/host.html and
-// host.js bundled by esbuild) under /host/ and proxies /mcp to the server's
-// streamable HTTP endpoint mcpURL, so the page and the endpoint share one
-// origin. It returns the page's URL.
-func hostOrigin(t *testing.T, mcpURL string) string {
+// bundleHost bundles the test host (integration/browser/host.js, with the
+// TypeScript client and ext-apps' AppBridge) with esbuild into a temp dir,
+// beside host.html, and returns the dir.
+func bundleHost(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	bundle := exec.Command(filepath.Join("node_modules", ".bin", "esbuild"), "browser/host.js",
@@ -100,6 +99,14 @@ func hostOrigin(t *testing.T, mcpURL string) string {
 	if err := os.WriteFile(filepath.Join(dir, "host.html"), html, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// hostOrigin serves the bundled test host in dir under /host/ and proxies
+// /mcp to the server's streamable HTTP endpoint mcpURL, so the page and the
+// endpoint share one origin. It returns the page's URL.
+func hostOrigin(t *testing.T, dir, mcpURL string) string {
+	t.Helper()
 	target, err := url.Parse(mcpURL)
 	if err != nil {
 		t.Fatal(err)
@@ -231,13 +238,14 @@ func TestBrowserApp(t *testing.T) {
 	t.Parallel()
 	chromium, node := browserTools(t)
 	artifacts := browserArtifacts(t)
+	host := bundleHost(t)
 	cfg := map[string]any{
 		"chromium":  chromium,
 		"artifacts": artifacts,
-		"hostURL":   hostOrigin(t, startHTTPServer(t, "--max-wait", "2")),
+		"hostURL":   hostOrigin(t, host, startHTTPServer(t, "--max-wait", "2")),
 	}
 	if haveIRkernel(t) {
-		cfg["rHostURL"] = hostOrigin(t, startHTTPServer(t, "--kernel", "ir"))
+		cfg["rHostURL"] = hostOrigin(t, host, startHTTPServer(t, "--kernel", "ir"))
 	} else if os.Getenv("CI") == "true" {
 		t.Error("no IRkernel kernelspec \"ir\": CI installs r-cran-irkernel (see .ci/run)")
 	} else {
