@@ -18,6 +18,11 @@ const client = new Client(hostInfo, {
 window.calls = [];
 let tools = null;
 let viewCount = 0;
+const bridges = {};
+
+// setTheme changes a view's host context, as a host does when the person
+// switches between light and dark.
+window.setTheme = (frame, theme) => bridges[frame].setHostContext({ theme });
 
 const ready = (async () => {
   await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", location.origin)));
@@ -50,7 +55,7 @@ window.runTool = async (name, args) => {
   const iframe = document.createElement("iframe");
   iframe.name = frameName;
   iframe.setAttribute("sandbox", "allow-scripts");
-  iframe.style.height = "200px";
+  iframe.style.height = "40px"; // the view reports its size, see onsizechange
   document.getElementById("views").appendChild(iframe);
 
   const bridge = new AppBridge(client, hostInfo,
@@ -58,6 +63,7 @@ window.runTool = async (name, args) => {
     { hostContext: { theme: "light", displayMode: "inline", locale: "en-US" } });
   let initialized;
   const init = new Promise((r) => { initialized = r; });
+  bridges[frameName] = bridge;
   bridge.oninitialized = () => initialized();
   bridge.onsizechange = ({ height }) => { if (height) iframe.style.height = `${Math.ceil(height)}px`; };
   await bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));

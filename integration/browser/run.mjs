@@ -133,7 +133,7 @@ async function appSuite() {
   await runCase("dataframe", async (page) => {
     await openHost(page);
     const code = "import pandas as pd\npd.DataFrame({'city': ['Lyon', 'Oslo'], 'n': [11, 22]})";
-    const { frame } = await runTool(page, "run_code", { session_id: "app", code });
+    const { frame, frameName } = await runTool(page, "run_code", { session_id: "app", code });
     await cellDone(frame, "ok");
     const cells = await poll(frame, () => {
       const tds = [...document.querySelectorAll(".cell-outputs table td, .cell-outputs table th")].map((e) => e.textContent.trim());
@@ -142,8 +142,18 @@ async function appSuite() {
     for (const want of ["city", "n", "Lyon", "Oslo", "11", "22"]) check(cells.includes(want), `table cell ${want} missing: ${JSON.stringify(cells)}`);
     const codeText = await frame.evaluate(() => document.querySelector(".cell-code")?.textContent || "");
     check(codeText.includes("pd.DataFrame"), `the code is not shown: ${JSON.stringify(codeText)}`);
+    // The view sizes itself: the host set the iframe to the height it reported.
+    const height = await poll(page, () => {
+      const h = document.querySelector("iframe").getBoundingClientRect().height;
+      return h > 100 ? h : null;
+    }, null, "the view to report its height (iframe taller than 100 px)", 10000);
     await page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view.png") });
-    return { cells };
+    // It follows the host's theme.
+    const themes = [await frame.evaluate(() => document.documentElement.dataset.theme)];
+    await page.evaluate((f) => window.setTheme(f, "dark"), frameName);
+    themes.push(await poll(frame, () => document.documentElement.dataset.theme === "dark" && getComputedStyle(document.body).backgroundColor, null, "the dark theme", 10000));
+    check(themes[0] === "light", `the view's theme under a light host: ${themes[0]}`);
+    return { cells, height, themes };
   });
 
   await runCase("plot", async (page) => {
