@@ -345,7 +345,7 @@ func TestBrowserWebView(t *testing.T) {
 	}
 	streamed := make(chan error, 1)
 	runs, drained := 0, false
-	runBrowser(t, node, "web", cfg, func(name string, msg map[string]any) map[string]any {
+	cases := runBrowser(t, node, "web", cfg, func(name string, msg map[string]any) map[string]any {
 		switch name {
 		case "client-run":
 			runs++
@@ -354,7 +354,7 @@ func TestBrowserWebView(t *testing.T) {
 				defer cancel()
 				res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
 					"session_id": "web",
-					"code":       "import time\nfor i in range(6):\n    print(f'stream {i}', flush=True)\n    time.sleep(0.5)",
+					"code":       "import time\nfor i in range(6):\n    print(f'stream {i} lat {i} {time.time()*1000:.1f}', flush=True)\n    time.sleep(0.5)",
 				}})
 				if err == nil && res.IsError {
 					err = fmt.Errorf("run_code: %s", text(res))
@@ -386,6 +386,12 @@ func TestBrowserWebView(t *testing.T) {
 		}
 		return nil
 	})
+	for _, c := range cases {
+		if c["name"] == "stream" && c["latencyMedianMs"] != nil {
+			t.Logf("kernel output to the web view's DOM: median %v ms over %v outputs (min %v, max %v)",
+				c["latencyMedianMs"], c["latencySamples"], c["latencyMinMs"], c["latencyMaxMs"])
+		}
+	}
 	if runs == 1 && !drained {
 		<-streamed // the client's run ends before its server does
 	}

@@ -352,6 +352,7 @@ function personBox(page) {
 
 async function webSuite() {
   await runCase("stream", async (page) => {
+    await page.addInitScript(latencyProbe);
     await openSession(page, cfg.webURL, "web");
     const before = await page.locator(".cell").count();
     await sync("client-run", { session: "web" });
@@ -371,7 +372,9 @@ async function webSuite() {
     const after = await page.locator(".cell").count();
     check(after === before + 1, `cells: ${before} before, ${after} after one run`);
     await sync("client-run-done");
-    return { liveStatus: live.status, final: done.slice(0, 80) };
+    const deltas = Object.values(await page.evaluate(() => window.__seen)).map((s) => s.dom - s.kernel).sort((a, b) => a - b);
+    check(deltas.length === 6, `latency samples: ${deltas.length}, want 6`);
+    return { liveStatus: live.status, final: done.slice(0, 80), latencyMedianMs: Math.round(deltas[3]), latencySamples: deltas.length, latencyMinMs: Math.round(deltas[0]), latencyMaxMs: Math.round(deltas[5]) };
   });
 
   await runCase("person-run", async (page) => {
