@@ -78,7 +78,7 @@ type Run struct {
 	// What a viewer follows (runview.go): the outputs as they arrived, the
 	// current block's code and execution count, the blocks recorded.
 	log       viewLog
-	code      string
+	code      string // the block running now, or the last one run
 	execCount int
 	blocks    []int
 	by        string // who wrote the code (history.Entry.By); "" the assistant

@@ -358,9 +358,11 @@ export class CellView {
       input.autocomplete = "off";
       label.append(input);
       const send = el("button", "cell-input-send", "Send");
-      send.type = "submit";
+      send.type = "button";
       form.append(label, send);
-      form.addEventListener("submit", (ev) => {
+      // No form submission: a sandboxed frame without allow-forms blocks it
+      // and fires no submit event.
+      const answer = (ev) => {
         ev.preventDefault();
         const text = input.value;
         input.disabled = send.disabled = true;
@@ -369,7 +371,12 @@ export class CellView {
           .finally(() => {
             input.disabled = send.disabled = false;
           });
+      };
+      send.addEventListener("click", answer);
+      input.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter") answer(ev);
       });
+      form.addEventListener("submit", (ev) => ev.preventDefault());
       this.controls.append(form);
       if (this.opts.focusInput) queueMicrotask(() => input.focus());
     }

@@ -226,7 +226,16 @@ function onEvent(e) {
     case "input_answered":
       liveView(e.run_id, "running").setMeta({ status: "running", prompt: "" });
       break;
-    case "run_finished":
+    case "run_finished": {
+      // The run's recorded cells replace its live one.
+      const v = views.get("r:" + e.run_id);
+      if (v) {
+        v.root.remove();
+        views.delete("r:" + e.run_id);
+      }
+      refetchCells();
+      break;
+    }
     case "history_changed":
     case "kernel_restarted":
       refetchCells();

@@ -1,0 +1,92 @@
+// A minimal MCP Apps host for the browser tests: the official TypeScript
+// client speaks streamable HTTP to kernel-mcp on this page's own origin,
+// and ext-apps' AppBridge connects each tool call's view (the ui://
+// resource its tool links) in a sandboxed iframe. The driver calls
+// window.runTool(name, args) and then inspects the iframe's frame.
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { AppBridge, PostMessageTransport } from "@modelcontextprotocol/ext-apps/app-bridge";
+
+const hostInfo = { name: "kernel-mcp-test-host", version: "1" };
+const client = new Client(hostInfo, {
+  capabilities: {
+    extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } },
+  },
+});
+
+// calls logs every tools/call the page makes, and who made it: "host" for
+// the driver's runTool, "view" for a call the view made through the bridge.
+window.calls = [];
+let tools = null;
+let viewCount = 0;
+const bridges = {};
+
+// setTheme changes a view's host context, as a host does when the person
+// switches between light and dark.
+window.setTheme = (frame, theme) => bridges[frame].setHostContext({ theme });
+
+const ready = (async () => {
+  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", location.origin)));
+  tools = (await client.listTools()).tools;
+  document.getElementById("status").textContent = "connected";
+})();
+window.hostReady = ready.then(() => true, (e) => { throw new Error("host: connecting: " + e); });
+window.listTools = async () => { await ready; return tools; };
+
+function resourceURI(tool) {
+  const meta = tool?._meta || {};
+  return meta.ui?.resourceUri || meta["ui/resourceUri"] || "";
+}
+
+// runTool calls a tool the way a chat host would and shows its view.
+// It resolves once the tool result has been handed to the view, with
+// {frame: the iframe's name, result, uri}.
+window.runTool = async (name, args) => {
+  await ready;
+  const tool = tools.find((t) => t.name === name);
+  if (!tool) throw new Error(`no tool ${name} in tools/list`);
+  const uri = resourceURI(tool);
+  if (!uri) throw new Error(`tool ${name} links no view (_meta.ui.resourceUri)`);
+  const res = await client.readResource({ uri });
+  const content = res.contents.find((c) => c.uri === uri) || res.contents[0];
+  if (!content || typeof content.text !== "string") throw new Error(`resource ${uri}: no text`);
+  if (content.mimeType !== "text/html;profile=mcp-app") throw new Error(`resource ${uri}: MIME type ${content.mimeType}`);
+
+  const frameName = `view-${++viewCount}`;
+  const iframe = document.createElement("iframe");
+  iframe.name = frameName;
+  iframe.setAttribute("sandbox", "allow-scripts");
+  iframe.style.height = "40px"; // the view reports its size, see onsizechange
+  document.getElementById("views").appendChild(iframe);
+
+  const bridge = new AppBridge(client, hostInfo,
+    { openLinks: {}, serverTools: {}, serverResources: {}, logging: {} },
+    { hostContext: { theme: "light", displayMode: "inline", locale: "en-US" } });
+  let initialized;
+  const init = new Promise((r) => { initialized = r; });
+  bridges[frameName] = bridge;
+  bridge.oninitialized = () => initialized();
+  bridge.onsizechange = ({ height }) => { if (height) iframe.style.height = `${Math.ceil(height)}px`; };
+  await bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));
+  // Forward the view's tool calls to the server, and log them.
+  bridge.oncalltool = async (params) => {
+    const call = { by: "view", frame: frameName, name: params.name, args: params.arguments, at: Date.now() };
+    window.calls.push(call);
+    try {
+      const r = await client.callTool(params);
+      call.isError = !!r.isError;
+      call.text = (r.content || []).map((c) => c.text || "").join("\n").slice(0, 300);
+      return r;
+    } catch (e) {
+      call.error = String(e);
+      throw e;
+    }
+  };
+  iframe.srcdoc = content.text;
+
+  await init;
+  await bridge.sendToolInput({ arguments: args });
+  window.calls.push({ by: "host", frame: frameName, name, args, at: Date.now() });
+  const result = await client.callTool({ name, arguments: args });
+  await bridge.sendToolResult(result);
+  return { frame: frameName, uri, result };
+};

@@ -1,0 +1,470 @@
+// The browser half of the UI tests: one headless Chromium, driven by
+// playwright-core, runs the cases of one suite (each in a page of its own)
+// and prints a JSON verdict as the last line of stdout.
+//
+//   node run.mjs app|web CONFIG.json
+//
+// CONFIG carries the browser's path, the URLs the Go test serves and the
+// directory screenshots go to. The Go test and this script meet at sync
+// points: the script prints {"sync": NAME, ...} on a line of stdout and
+// reads one JSON line back on stdin before going on.
+import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [suite, configPath] = process.argv.slice(2);
+const cfg = JSON.parse(readFileSync(configPath, "utf8"));
+const T = cfg.timeoutMs || 60000;
+
+const stdinLines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+async function sync(name, data = {}) {
+  process.stdout.write(JSON.stringify({ sync: name, ...data }) + "\n");
+  const { value, done } = await stdinLines.next();
+  if (done) throw new Error(`sync ${name}: stdin closed`);
+  const reply = JSON.parse(value);
+  if (reply.error) throw new Error(`sync ${name}: ${reply.error}`);
+  return reply;
+}
+
+function log(...a) { process.stderr.write(a.join(" ") + "\n"); }
+
+class Fail extends Error {}
+function check(cond, msg) { if (!cond) throw new Fail(msg); }
+
+// poll evaluates fn in target (a page or frame) until it returns a truthy
+// value or the deadline passes; it returns that value.
+async function poll(target, fn, arg, what, timeout = T) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      last = await target.evaluate(fn, arg);
+      if (last) return last;
+    } catch (e) {
+      last = String(e);
+    }
+    if (Date.now() > deadline) throw new Fail(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// Init script: in every frame, record when each "lat N MS" line first
+// appears in the DOM, and keep whatever the page set on window.__pwned.
+const latencyProbe = () => {
+  window.__seen = {};
+  const scan = () => {
+    const text = document.body ? document.body.innerText || document.body.textContent : "";
+    const re = /lat (\d+) (\d+(?:\.\d+)?)/g;
+    let m;
+    while ((m = re.exec(text))) {
+      if (!(m[1] in window.__seen)) window.__seen[m[1]] = { kernel: Number(m[2]), dom: Date.now() };
+    }
+  };
+  new MutationObserver(scan).observe(document, { subtree: true, childList: true, characterData: true });
+};
+
+const results = [];
+let browser;
+
+async function runCase(name, fn) {
+  if (cfg.only && !cfg.only.split(",").includes(name)) return;
+  const t0 = Date.now();
+  const context = await browser.newContext({ viewport: { width: 820, height: 700 } });
+  const page = await context.newPage();
+  const consoleLines = [];
+  page.on("console", (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+  page.on("pageerror", (e) => consoleLines.push(`pageerror: ${e}`));
+  page.on("response", (resp) => { if (resp.status() >= 400) consoleLines.push(`http: ${resp.status()} ${resp.url().replace(/token=[^&]+/, "token=…")}`); });
+  const r = { name, ok: false };
+  try {
+    Object.assign(r, (await fn(page)) || {});
+    r.ok = true;
+  } catch (e) {
+    r.error = e instanceof Fail ? e.message : String(e.stack || e);
+    r.console = consoleLines.filter((l) => !l.startsWith("debug:")).slice(-30);
+    r.calls = await page.evaluate(() => (window.calls || []).filter((c) => c.name !== "view_run" || c.isError || c.error).slice(-20)).catch(() => undefined);
+  }
+  try {
+    r.screenshot = join(cfg.artifacts, `${suite}-${name}.png`);
+    await page.screenshot({ path: r.screenshot, fullPage: true });
+  } catch (e) {
+    r.screenshot = `(none: ${e})`;
+  }
+  r.ms = Date.now() - t0;
+  await context.close();
+  results.push(r);
+  log(`case ${name}: ${r.ok ? "ok" : "FAIL " + r.error} (${r.ms} ms)`);
+}
+
+// ---- the MCP App suite ----
+
+async function openHost(page, url = cfg.hostURL) {
+  await page.goto(url);
+  await page.evaluate(() => window.hostReady);
+}
+
+async function waitFrame(page, name) {
+  const deadline = Date.now() + T;
+  for (;;) {
+    const f = page.frame({ name });
+    if (f) return f;
+    check(Date.now() < deadline, `no frame ${name}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// runTool calls a tool through the host page and returns the view's frame
+// and the tool result.
+async function runTool(page, name, args) {
+  const { frame: frameName, result } = await page.evaluate(([n, a]) => window.runTool(n, a), [name, args]);
+  const frame = await waitFrame(page, frameName);
+  return { frame, result, frameName };
+}
+
+const cellDone = (frame, status, what) => poll(frame, (st) => {
+  const c = document.querySelector(".cell");
+  return c && c.dataset.status === st ? c.innerText : null;
+}, status, what || `the cell's status ${status}`);
+
+const frameText = (frame) => frame.evaluate(() => document.body.innerText);
+
+async function appSuite() {
+  await runCase("dataframe", async (page) => {
+    await openHost(page);
+    const code = "import pandas as pd\npd.DataFrame({'city': ['Lyon', 'Oslo'], 'n': [11, 22]})";
+    const { frame, frameName } = await runTool(page, "run_code", { session_id: "app", code });
+    await cellDone(frame, "ok");
+    const cells = await poll(frame, () => {
+      const tds = [...document.querySelectorAll(".cell-outputs table td, .cell-outputs table th")].map((e) => e.textContent.trim());
+      return tds.length ? tds : null;
+    }, null, "a table in the outputs");
+    for (const want of ["city", "n", "Lyon", "Oslo", "11", "22"]) check(cells.includes(want), `table cell ${want} missing: ${JSON.stringify(cells)}`);
+    const codeText = await frame.evaluate(() => document.querySelector(".cell-code")?.textContent || "");
+    check(codeText.includes("pd.DataFrame"), `the code is not shown: ${JSON.stringify(codeText)}`);
+    // The view sizes itself: the host set the iframe to the height it reported.
+    const height = await poll(page, () => {
+      const h = document.querySelector("iframe").getBoundingClientRect().height;
+      return h > 100 ? h : null;
+    }, null, "the view to report its height (iframe taller than 100 px)", 10000);
+    await page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view.png") });
+    // It follows the host's theme.
+    const themes = [await frame.evaluate(() => document.documentElement.dataset.theme)];
+    await page.evaluate((f) => window.setTheme(f, "dark"), frameName);
+    themes.push(await poll(frame, () => document.documentElement.dataset.theme === "dark" && getComputedStyle(document.body).backgroundColor, null, "the dark theme", 10000));
+    check(themes[0] === "light", `the view's theme under a light host: ${themes[0]}`);
+    return { cells, height, themes };
+  });
+
+  await runCase("plot", async (page) => {
+    await openHost(page);
+    const code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('rise')\nplt.show()";
+    const { frame } = await runTool(page, "run_code", { session_id: "app", code });
+    await cellDone(frame, "ok");
+    const img = await poll(frame, () => {
+      const i = document.querySelector(".cell-outputs img");
+      return i && i.complete && i.naturalWidth > 0 ? { w: i.naturalWidth, h: i.naturalHeight } : null;
+    }, null, "a loaded img with naturalWidth > 0");
+    return { img };
+  });
+
+  await runCase("error", async (page) => {
+    await openHost(page);
+    const code = "x = 1\ny = x / 0\nprint('never')";
+    const { frame } = await runTool(page, "run_code", { session_id: "app", code });
+    const text = await cellDone(frame, "error");
+    const outs = await frame.evaluate(() => document.querySelector(".cell-outputs").innerText);
+    check(outs.includes("ZeroDivisionError"), `no ZeroDivisionError in the outputs: ${JSON.stringify(outs)}`);
+    check(/y = x \/ 0/.test(outs), `the failing line is not shown: ${JSON.stringify(outs)}`);
+    const streams = await frame.evaluate(() => [...document.querySelectorAll(".cell-outputs .output")].map((o) => o.innerText.trim()));
+    check(!streams.includes("never"), `output after the error: ${JSON.stringify(streams)}`);
+    check(!/\x1b\[/.test(outs), "raw ANSI escapes in the traceback");
+    return { status: "error", chars: text.length };
+  });
+
+  await runCase("live-ticks", async (page) => {
+    await openHost(page);
+    const code = "import time\nfor i in range(10):\n    print(f'tick {i}', flush=True)\n    time.sleep(1)\nprint('loop done')";
+    const { frame, result } = await runTool(page, "run_code", { session_id: "ticks", code });
+    const handed = result.structuredContent?.status;
+    check(handed === "running" || handed === "queued", `run_code under --max-wait 2 returned status ${handed}, want running (handed off)`);
+    const callsBefore = await page.evaluate(() => window.calls.length);
+    // Ticks must show while the run still goes on and only the view polls.
+    const seenLive = new Set();
+    const deadline = Date.now() + T;
+    for (;;) {
+      const s = await frame.evaluate(() => {
+        const c = document.querySelector(".cell");
+        return { status: c?.dataset.status, text: c?.querySelector(".cell-outputs")?.innerText || "" };
+      });
+      if (s.status === "ok") break;
+      for (const m of s.text.matchAll(/tick (\d)/g)) seenLive.add(m[1]);
+      check(Date.now() < deadline, `no final status ok (last status ${s.status})`);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    const outs = await frame.evaluate(() => document.querySelector(".cell-outputs").innerText);
+    for (let i = 0; i < 10; i++) check(outs.includes(`tick ${i}`), `tick ${i} missing at the end`);
+    check(outs.includes("loop done"), "the final line is missing");
+    const later = await page.evaluate((n) => window.calls.slice(n), callsBefore);
+    const others = later.filter((c) => !(c.by === "view" && c.name === "view_run"));
+    check(others.length === 0, `calls other than the view's view_run while the run went on: ${JSON.stringify(others)}`);
+    const polls = later.length;
+    check(polls > 0, "the view never called view_run");
+    // Ticks that appeared live, beyond those in the handed-off result.
+    const inResult = new Set([...JSON.stringify(result).matchAll(/tick (\d)/g)].map((m) => m[1]));
+    const live = [...seenLive].filter((t) => !inResult.has(t));
+    check(live.length >= 2, `only ${live.length} ticks appeared while the run went on (seen ${[...seenLive]}, in the result ${[...inResult]})`);
+    return { liveTicks: live.length, viewRunCalls: polls };
+  });
+
+  await runCase("input", async (page) => {
+    await openHost(page);
+    const code = "name = input('your name? ')\nprint('hello', name)";
+    const { frame } = await runTool(page, "run_code", { session_id: "ask", code });
+    await poll(frame, () => document.querySelector(".cell")?.dataset.status === "input_requested" && document.querySelector("input.cell-input"), null, "the input box");
+    const prompt = await frameText(frame);
+    check(prompt.includes("your name?"), `the prompt is not shown: ${JSON.stringify(prompt)}`);
+    await frame.locator("input.cell-input").fill("Ada");
+    await frame.locator(".cell-input-send").click();
+    await poll(frame, () => document.querySelector(".cell")?.dataset.status !== "input_requested", null, "the view to send the answer (status leaving input_requested)", 20000);
+    await cellDone(frame, "ok");
+    const outs = await frame.evaluate(() => document.querySelector(".cell-outputs").innerText);
+    check(outs.includes("hello Ada"), `the answer did not reach the kernel: ${JSON.stringify(outs)}`);
+    const sent = await page.evaluate(() => window.calls.filter((c) => c.name === "send_input").map((c) => c.args));
+    check(sent.length === 1 && sent[0].text === "Ada", `send_input calls: ${JSON.stringify(sent)}`);
+  });
+
+  await runCase("sanitize", async (page) => {
+    await openHost(page);
+    const code = [
+      "from IPython.display import HTML, SVG, display",
+      "display(HTML('<p id=\"safe\">kept <b>bold</b></p><script>window.__pwned=1</script>'))",
+      "display(HTML('<img id=\"bad-img\" src=\"x\" onerror=\"window.__pwned=1\">'))",
+      "display(HTML('<a id=\"bad-link\" href=\"javascript:void(window.__pwned=1)\">click me</a>'))",
+      "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"20\" height=\"20\"><script>window.__pwned=1</script><rect width=\"20\" height=\"20\" fill=\"red\" onload=\"window.__pwned=1\"/></svg>'))",
+      "print('sanitize done')",
+    ].join("\n");
+    const { frame } = await runTool(page, "run_code", { session_id: "app", code });
+    await cellDone(frame, "ok");
+    await poll(frame, () => document.querySelector(".cell-outputs")?.innerText.includes("sanitize done"), null, "the last output");
+    const safe = await frame.evaluate(() => document.querySelector(".cell-outputs")?.innerText || "");
+    check(safe.includes("kept bold"), `the harmless HTML was not rendered: ${JSON.stringify(safe)}`);
+    check(safe.includes("click me"), `the link's text was not rendered: ${JSON.stringify(safe)}`);
+    // Click every link (a javascript: URL would run now), and wait until
+    // every image has finished loading or failing (an onerror would have run).
+    const links = frame.locator(".cell-outputs a");
+    for (let i = 0; i < (await links.count()); i++) await links.nth(i).click({ timeout: 5000 }).catch(() => {});
+    await poll(frame, () => [...document.images].every((i) => i.complete), null, "every image settled");
+    const dom = await frame.evaluate(() => ({
+      scripts: document.querySelectorAll(".cell-outputs script").length,
+      handlers: [...document.querySelectorAll(".cell-outputs *")].filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
+      jsLinks: [...document.querySelectorAll(".cell-outputs [href], .cell-outputs [src]")].filter((e) => /^\s*javascript:/i.test(e.getAttribute("href") || e.getAttribute("src") || "")).length,
+      pwned: window.__pwned,
+    }));
+    const hostPwned = await page.evaluate(() => window.__pwned);
+    check(dom.pwned === undefined, `window.__pwned in the view frame is ${dom.pwned}`);
+    check(hostPwned === undefined, `window.__pwned in the host page is ${hostPwned}`);
+    check(dom.scripts === 0 && dom.handlers === 0 && dom.jsLinks === 0, `unsafe markup left in the view: ${JSON.stringify(dom)}`);
+    // The control: each payload, put in a frame as it is, does set the flag.
+    const payloads = [
+      "<script>window.__pwned=1</script>",
+      '<img src="x" onerror="window.__pwned=1">',
+      '<a href="javascript:void(window.__pwned=1)">click me</a>',
+      '<svg xmlns="http://www.w3.org/2000/svg" width="20" height="20"><script>window.__pwned=1</script></svg>',
+    ];
+    await page.evaluate((ps) => ps.forEach((p, i) => {
+      const f = document.createElement("iframe");
+      f.name = `control-${i}`;
+      // (Chromium runs no javascript: URL in a sandboxed frame: the link's
+      // control frame is not sandboxed; the others are, like the view.)
+      if (!p.startsWith("<a")) f.setAttribute("sandbox", "allow-scripts");
+      f.srcdoc = p;
+      document.body.append(f);
+    }), payloads);
+    for (let i = 0; i < payloads.length; i++) {
+      const f = await waitFrame(page, `control-${i}`);
+      if (payloads[i].startsWith("<a")) await f.locator("a").click();
+      await poll(f, () => window.__pwned === 1, null, `the unsanitized payload ${payloads[i]} to set window.__pwned (the control)`, 10000);
+    }
+    check(await page.evaluate(() => window.__pwned) === undefined, "a control frame reached the host page");
+    return { dom };
+  });
+
+  await runCase("latency", async (page) => {
+    await page.addInitScript(latencyProbe);
+    await openHost(page);
+    // The run is handed off after --max-wait; the lines printed after that
+    // reach the view only through its polling.
+    const code = "import time\nfor i in range(24):\n    print(f'lat {i} {time.time()*1000:.1f}', flush=True)\n    time.sleep(0.25)";
+    const { frame } = await runTool(page, "run_code", { session_id: "lat", code });
+    const handedAt = Date.now();
+    await cellDone(frame, "ok");
+    const seen = await frame.evaluate(() => window.__seen);
+    const deltas = Object.values(seen).filter((s) => s.kernel > handedAt).map((s) => s.dom - s.kernel).sort((a, b) => a - b);
+    check(deltas.length >= 3, `only ${deltas.length} outputs arrived live`);
+    const median = deltas[Math.floor(deltas.length / 2)];
+    return { latencyMedianMs: Math.round(median), latencySamples: deltas.length, latencyMinMs: Math.round(deltas[0]), latencyMaxMs: Math.round(deltas[deltas.length - 1]) };
+  });
+
+  if (cfg.rHostURL) {
+    await runCase("r-dataframe", async (page) => {
+      await openHost(page, cfg.rHostURL);
+      const code = "data.frame(city = c('Lyon', 'Oslo'), n = c(11L, 22L))";
+      const { frame } = await runTool(page, "run_code", { session_id: "r", code });
+      await cellDone(frame, "ok");
+      const cells = await poll(frame, () => {
+        const tds = [...document.querySelectorAll(".cell-outputs table td, .cell-outputs table th")].map((e) => e.textContent.trim());
+        return tds.length ? tds : null;
+      }, null, "a table in the outputs");
+      for (const want of ["city", "Lyon", "Oslo", "11", "22"]) check(cells.includes(want), `table cell ${want} missing: ${JSON.stringify(cells)}`);
+      return { cells };
+    });
+  }
+}
+
+// ---- the web view suite ----
+
+// webSession opens the page on a session's notebook: the page lists the
+// sessions; a link or button naming the session opens it.
+async function openSession(page, url, session) {
+  const resp = await page.goto(url);
+  check(resp.status() === 200, `GET ${url}: ${resp.status()}`);
+  const entry = page.locator(`[data-session-id="${session}"]`).first();
+  await entry.waitFor({ timeout: T });
+  await entry.click();
+  await page.locator(`.cell`).first().waitFor({ timeout: T });
+}
+
+// onlyOnce checks that exactly one cell shows code, once its run is over:
+// the live cell gives way to the recorded one.
+async function onlyOnce(page, code, what) {
+  const statuses = await poll(page, (c) => {
+    const st = [...document.querySelectorAll(".cell")].filter((e) => (e.querySelector(".cell-code")?.textContent || "").includes(c)).map((e) => e.dataset.status);
+    return st.length === 1 ? st : null;
+  }, code, `one cell for ${what}`, 10000).catch(async () => page.evaluate((c) => [...document.querySelectorAll(".cell")].filter((e) => (e.querySelector(".cell-code")?.textContent || "").includes(c)).map((e) => e.dataset.status), code));
+  check(statuses.length === 1 && statuses[0] === "ok", `${statuses.length} cells show ${what} after it ended (statuses ${statuses.join(", ")}), want one with status ok`);
+}
+
+// personBox returns the page's box for a new cell and its run button.
+function personBox(page) {
+  return { box: page.locator("textarea.new-cell-code").first(), run: page.locator(".new-cell-run").first() };
+}
+
+async function webSuite() {
+  await runCase("stream", async (page) => {
+    await page.addInitScript(latencyProbe);
+    await openSession(page, cfg.webURL, "web");
+    const before = await page.locator(".cell").count();
+    await sync("client-run", { session: "web" });
+    // The client's cell appears and streams while it runs.
+    const live = await poll(page, () => {
+      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("stream"));
+      if (!c) return null;
+      const t = c.querySelector(".cell-outputs")?.innerText || "";
+      return c.dataset.status !== "ok" && /stream 1/.test(t) ? { status: c.dataset.status, text: t } : null;
+    }, null, "the client's cell streaming (stream 1 shown while it runs)");
+    const done = await poll(page, () => {
+      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("stream") && e.dataset.status === "ok");
+      const t = c?.querySelector(".cell-outputs")?.innerText || "";
+      return c && t.includes("stream 5") ? t : null;
+    }, null, "the client's cell done with status ok");
+    await onlyOnce(page, "for i in range(6)", "the client's run");
+    const after = await page.locator(".cell").count();
+    check(after === before + 1, `cells: ${before} before, ${after} after one run`);
+    await sync("client-run-done");
+    const deltas = Object.values(await page.evaluate(() => window.__seen)).map((s) => s.dom - s.kernel).sort((a, b) => a - b);
+    check(deltas.length === 6, `latency samples: ${deltas.length}, want 6`);
+    return { liveStatus: live.status, final: done.slice(0, 80), latencyMedianMs: Math.round(deltas[3]), latencySamples: deltas.length, latencyMinMs: Math.round(deltas[0]), latencyMaxMs: Math.round(deltas[5]) };
+  });
+
+  await runCase("person-run", async (page) => {
+    await openSession(page, cfg.webURL, "web");
+    const { box, run } = personBox(page);
+    await box.fill("person_value = 6 * 7\nprint('from the person', person_value)");
+    await run.click();
+    await poll(page, () => {
+      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("person_value = 6 * 7") && e.dataset.status === "ok");
+      const t = c?.querySelector(".cell-outputs")?.innerText || "";
+      return c && t.includes("from the person 42");
+    }, null, "the person's cell done with its output");
+    await onlyOnce(page, "person_value = 6 * 7", "the person's cell");
+    await page.screenshot({ path: join(cfg.artifacts, "web-view.png") });
+    const reply = await sync("person-ran", { session: "web", code: "person_value = 6 * 7" });
+    check(reply.ok, `get_history: ${reply.detail}`);
+    return { history: reply.detail };
+  });
+
+  await runCase("readonly", async (page) => {
+    await openSession(page, cfg.readonlyURL, "ro");
+    const before = await page.locator(".cell").count();
+    const { box, run } = personBox(page);
+    const shown = await box.count() > 0 && await box.isVisible() && await run.isEnabled();
+    let message = "";
+    if (shown) {
+      await box.fill("print('should not run')");
+      await run.click();
+      message = await poll(page, () => /read-only|readonly/i.test(document.body.innerText) ? document.body.innerText.match(/.*(read-only|readonly).*/i)[0] : null, null, "a read-only message");
+    } else {
+      message = "(no run box under --ui-readonly)";
+    }
+    // The API refuses the run with the page's own token.
+    const api = await page.evaluate(async () => {
+      const token = new URL(location.href).searchParams.get("token");
+      const r = await fetch(`/ui/api/sessions/ro/run?token=${token}`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` }, body: JSON.stringify({ code: "print('should not run')" }) });
+      return { status: r.status, body: await r.text() };
+    });
+    check(api.status === 403, `POST run under --ui-readonly: ${api.status} ${api.body}`);
+    const after = await page.locator(".cell").count();
+    const ran = await page.evaluate(() => document.body.innerText.includes("should not run\n") || [...document.querySelectorAll(".cell-outputs")].some((o) => o.innerText.includes("should not run")));
+    check(!ran && after === before, `a cell ran under --ui-readonly (cells ${before} -> ${after})`);
+    return { message: message.slice(0, 120), api: `${api.status} ${api.body.slice(0, 120)}` };
+  });
+
+  await runCase("wrong-token", async (page) => {
+    const u = new URL(cfg.webURL);
+    u.searchParams.set("token", "0".repeat(32));
+    const resp = await page.goto(u.toString());
+    check(resp.status() === 401, `GET with a wrong token: ${resp.status()}`);
+    u.searchParams.delete("token");
+    const resp2 = await page.goto(u.toString());
+    check(resp2.status() === 401, `GET without a token: ${resp2.status()}`);
+    u.pathname = "/ui/api/sessions";
+    u.searchParams.set("token", "0".repeat(32));
+    const resp3 = await page.goto(u.toString());
+    check(resp3.status() === 401, `GET /ui/api/sessions with a wrong token: ${resp3.status()}`);
+  });
+
+  await runCase("users", async (page) => {
+    const resp = await page.goto(cfg.user2URL);
+    check(resp.status() === 200, `user 2's page: ${resp.status()}`);
+    await page.locator(`[data-session-id="${cfg.user2Session}"]`).first().waitFor({ timeout: T });
+    const text = await page.evaluate(() => document.body.innerText + document.body.innerHTML);
+    check(!text.includes(cfg.user1Session), `user 2's page shows user 1's session ${cfg.user1Session}`);
+    const api = await page.evaluate(async () => {
+      const token = new URL(location.href).searchParams.get("token");
+      return (await fetch(`/ui/api/sessions?token=${token}`, { headers: { Authorization: `Bearer ${token}` } })).text();
+    });
+    check(api.includes(cfg.user2Session) && !api.includes(cfg.user1Session), `user 2's /ui/api/sessions: ${api}`);
+    const other = await page.evaluate(async (s) => {
+      const token = new URL(location.href).searchParams.get("token");
+      const r = await fetch(`/ui/api/sessions/${s}/cells?token=${token}`, { headers: { Authorization: `Bearer ${token}` } });
+      return { status: r.status, body: (await r.text()).slice(0, 200) };
+    }, cfg.user1Session);
+    check(!other.body.includes("secret_of_user_1"), `user 2 read user 1's cells: ${JSON.stringify(other)}`);
+    return { otherCells: other.status };
+  });
+}
+
+const t0 = Date.now();
+try {
+  browser = await chromium.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox"] });
+  if (suite === "app") await appSuite();
+  else if (suite === "web") await webSuite();
+  else throw new Error(`unknown suite ${suite}`);
+} catch (e) {
+  results.push({ name: "driver", ok: false, error: String(e.stack || e) });
+} finally {
+  if (browser) await browser.close();
+}
+process.stdout.write(JSON.stringify({ verdict: { suite, ms: Date.now() - t0, cases: results } }) + "\n");
+process.exit(0);
