@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -43,10 +45,15 @@ func cellMeta() mcp.Meta {
 
 // ViewRunInput is the input of view_run.
 type ViewRunInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	RunID     string `json:"run_id,omitempty" jsonschema:"the run (default: the session's latest)"`
-	Cursor    int    `json:"cursor,omitempty" jsonschema:"the cursor the previous call returned; 0 for everything"`
+	SessionID string  `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
+	RunID     string  `json:"run_id,omitempty" jsonschema:"the run (default: the session's latest)"`
+	Cursor    int     `json:"cursor,omitempty" jsonschema:"the cursor the previous call returned; 0 for everything"`
+	Wait      float64 `json:"wait,omitempty" jsonschema:"seconds to wait for something new (output, a change of status) when there is nothing yet (default 0, at most 10)"`
+	Status    string  `json:"status,omitempty" jsonschema:"the run's status as the previous call returned it: another status now is news"`
 }
+
+// maxViewWait bounds view_run's wait for news.
+const maxViewWait = 10 * time.Second
 
 // ViewRunOutput is view_run's structured content. While the run goes on,
 // Cells is one cell whose outputs are those that arrived from the cursor
@@ -130,9 +137,12 @@ func (s *Server) addApp() {
 
 // viewRun is view_run: it takes no turn in the session's queue and reads
 // the run's viewer log, never wait_run's pending output.
-func (s *Server) viewRun(_ context.Context, _ *mcp.CallToolRequest, in ViewRunInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) viewRun(ctx context.Context, _ *mcp.CallToolRequest, in ViewRunInput) (*mcp.CallToolResult, any, error) {
 	if in.Cursor < 0 {
 		return errResult[any]("invalid cursor %d: give 0 or the cursor the previous call returned", in.Cursor)
+	}
+	if math.IsNaN(in.Wait) || in.Wait < 0 {
+		return errResult[any]("invalid wait %v: give seconds >= 0", in.Wait)
 	}
 	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
@@ -142,7 +152,7 @@ func (s *Server) viewRun(_ context.Context, _ *mcp.CallToolRequest, in ViewRunIn
 	if err != nil {
 		return errResult[any]("%v", err)
 	}
-	snap := r.ViewSince(in.Cursor)
+	snap := s.viewNews(ctx, r, in.Cursor, in.Status, min(time.Duration(in.Wait*float64(time.Second)), maxViewWait, s.cfg.MaxWait))
 	lang := ss.Describe().Language
 	out := ViewRunOutput{Cursor: snap.Cursor, Done: snap.View.Status == engine.StatusDone}
 	if out.Done {
@@ -175,6 +185,30 @@ func (s *Server) viewRun(_ context.Context, _ *mcp.CallToolRequest, in ViewRunIn
 		status = out.Cells[len(out.Cells)-1].Status
 	}
 	return textResult(fmt.Sprintf("run %s in session %s: %s", r.ID(), ss.ID(), status)), out, nil
+}
+
+// viewNews is the run's snapshot from cursor on; when it has nothing new
+// and the run goes on, it waits up to wait for the run's next event (an
+// output, a question, an answer, its end) and takes the snapshot again, so
+// that the view shows output as it comes without polling fast. It
+// subscribes before the first snapshot: nothing between the two is lost.
+func (s *Server) viewNews(ctx context.Context, r *engine.Run, cursor int, seen string, wait time.Duration) engine.RunSnapshot {
+	if wait <= 0 {
+		return r.ViewSince(cursor)
+	}
+	sid, rid := r.Session().ID(), r.ID()
+	sub := s.eng.Events().Subscribe(16, func(e *engine.Event) bool { return e.Session == sid && e.Run == rid })
+	defer sub.Close()
+	snap := r.ViewSince(cursor)
+	if len(snap.Outputs) > 0 || snap.View.Status == engine.StatusDone || snap.View.Status != seen {
+		return snap
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if _, err := sub.Next(wctx); err != nil {
+		return snap // nothing new: the same snapshot, elapsed time updated
+	}
+	return r.ViewSince(snap.Cursor)
 }
 
 // endStatus is how a run that recorded no block ended, and why.

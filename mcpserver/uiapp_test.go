@@ -177,8 +177,31 @@ func TestAppClientsSeeTheSame(t *testing.T) {
 	if again := viewRun(t, ctx, app, map[string]any{"session_id": "live", "cursor": live.Cursor}); len(again.Cells[0].Outputs) != 0 || again.Cursor != live.Cursor {
 		t.Fatalf("view_run from its cursor repeated output: %+v", again)
 	}
+	// A view_run that may wait answers with the news when it comes: the
+	// line printed after the gate opens, or the run's end.
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	waited := make(chan answer, 1)
+	go func() {
+		res, err := app.CallTool(ctx, &mcp.CallToolParams{Name: viewRunTool, Arguments: map[string]any{"session_id": "live", "cursor": live.Cursor, "status": "running", "wait": 10}})
+		waited <- answer{res, err}
+	}()
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	a := <-waited
+	if a.err != nil || a.res.IsError {
+		t.Fatalf("a waiting view_run: %v %+v", a.err, a.res)
+	}
+	var w ViewRunOutput
+	data, _ := json.Marshal(a.res.StructuredContent)
+	if err := json.Unmarshal(data, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Done && (len(w.Cells) != 1 || len(w.Cells[0].Outputs) == 0 || w.Cells[0].Outputs[0].Text != "last\n") {
+		t.Fatalf("a waiting view_run answered without the news: %+v", w)
 	}
 	for {
 		if res := call(t, ctx, app, "wait_run", map[string]any{"session_id": "live"}); res.StructuredContent.(map[string]any)["status"] == "ok" {

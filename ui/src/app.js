@@ -5,6 +5,10 @@
 import { App } from "./bridge.js";
 import { CellView, isLive } from "./render.js";
 
+// view_run waits up to WAIT_S for news (output, a change of status), so the
+// view asks again as soon as an answer brings some; an answer without news
+// (the wait ran out) is followed by a pause of POLL_MS.
+const WAIT_S = 5;
 const POLL_MS = 500;
 
 const root = document.getElementById("root");
@@ -111,11 +115,16 @@ function showMessage(text) {
 
 async function followRun(sessionID, runID, me) {
   let cursor = 0;
+  let status = "";
+  let first = true;
   for (;;) {
     let r;
     try {
       r = toolError(
-        await app.callServerTool({ name: "view_run", arguments: { session_id: sessionID, run_id: runID, cursor } }),
+        await app.callServerTool({
+          name: "view_run",
+          arguments: { session_id: sessionID, run_id: runID, cursor, status, wait: first ? 0 : WAIT_S },
+        }),
       );
     } catch (err) {
       if (me === follow) showMessage("live view unavailable: " + err.message);
@@ -139,7 +148,10 @@ async function followRun(sessionID, runID, me) {
     }
     cursor = typeof v.cursor === "number" ? v.cursor : cursor;
     if (live && !isLive(live.status)) return;
-    await new Promise((res) => setTimeout(res, POLL_MS));
+    const news = first || (live && ((live.outputs && live.outputs.length > 0) || live.status !== status));
+    if (live) status = live.status;
+    first = false;
+    if (!news) await new Promise((res) => setTimeout(res, POLL_MS));
     if (me !== follow) return;
   }
 }

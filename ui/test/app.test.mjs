@@ -130,7 +130,11 @@ test("the view follows a handed-off run to its end and answers its input()", asy
       [0, 1, 2],
       "each poll sends the cursor the last answer returned",
     );
-    assert.deepEqual(views[0].arguments, { session_id: "s", run_id: "r1", cursor: 0 });
+    // The first asks at once; the next ones let the server wait for news,
+    // telling it the status they have seen.
+    assert.deepEqual(views[0].arguments, { session_id: "s", run_id: "r1", cursor: 0, status: "", wait: 0 });
+    assert.equal(views[1].arguments.wait, 5);
+    assert.ok(views[1].arguments.status !== "", "the second call names the status the first returned");
     assert.deepEqual(calls.find((c) => c.name === "send_input").arguments, { session_id: "s", run_id: "r1", text: "Ada" });
   } finally {
     h.close();
