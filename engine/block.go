@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
@@ -53,10 +54,14 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	out := &Block{Session: ss.id, Run: r.id, Code: code, Source: source}
 	gen := ss.Generation()
 	var notes []string
-	if note := ss.TakeRestoreNote(); note != "" {
+	// A cell the person ran shows the notes for a fresh kernel too, but
+	// leaves them for the assistant's next run: the assistant must learn
+	// that its variables are gone.
+	person := r.By() == history.ByPerson
+	if note := ss.restoreNoteFor(!person); note != "" {
 		notes = append(notes, note)
 	}
-	if lost := ss.TakeUnreported(); lost != nil {
+	if lost := ss.unreportedFor(!person); lost != nil {
 		notes = append(notes, lostNote(lost, ss.EarlierBlocks()))
 	}
 

@@ -82,6 +82,7 @@ type Run struct {
 	execCount int
 	blocks    []int
 	by        string // who wrote the code (history.Entry.By); "" the assistant
+	intended  string // the code it was started with, before its first block
 }
 
 // SetBy says who wrote the run's code, for the history entries RunBlock
@@ -102,12 +103,29 @@ func (r *Run) By() string {
 }
 
 // Code is the code of the block the run executes now (or executed last);
-// "" before its first block.
+// before its first block, the code it was started with (WithCode), or "".
 func (r *Run) Code() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.codeLocked()
+}
+
+func (r *Run) codeLocked() string {
+	if r.code == "" {
+		return r.intended
+	}
 	return r.code
 }
+
+// RunOption sets what is known of a run before it is queued, so that its
+// run_queued event and views of it while it waits show it.
+type RunOption func(*Run)
+
+// WithCode is the code the run will execute (shown while it is queued).
+func WithCode(code string) RunOption { return func(r *Run) { r.intended = code } }
+
+// WrittenBy is SetBy before the run is queued.
+func WrittenBy(by string) RunOption { return func(r *Run) { r.by = by } }
 
 // Question is a question the code asked through input() or getpass().
 type Question struct {
@@ -132,7 +150,7 @@ var (
 // as a run in its turn. The run is the session's from now on: it goes on
 // whatever happens to the caller, unless the caller cancels it (Cancel).
 // tool names what started it (run_code, load_data, ...).
-func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool string, work Work) (*Run, error) {
+func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool string, work Work, opts ...RunOption) (*Run, error) {
 	j := newJob()
 	if err := s.join(ctx, ss, place, j); err != nil {
 		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
@@ -154,6 +172,9 @@ func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool st
 	r.id = fmt.Sprintf("r%d", ss.runSeq)
 	ss.runs = append(ss.runs, r)
 	ss.forgetOldRuns()
+	for _, o := range opts {
+		o(r)
+	}
 	s.events.Publish(Event{Kind: RunQueued, Session: ss.id, Run: r.id, Tool: tool})
 	ss.mu.Unlock()
 	go r.execute(s, work)

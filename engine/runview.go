@@ -67,7 +67,7 @@ func (r *Run) ViewSince(cursor int) RunSnapshot {
 	cursor = min(max(cursor, 0), len(l.outs))
 	return RunSnapshot{
 		View:           r.viewLocked(),
-		Code:           r.code,
+		Code:           r.codeLocked(),
 		Outputs:        slices.Clone(l.outs[cursor:]),
 		Cursor:         len(l.outs),
 		Truncated:      l.truncated,

@@ -371,3 +371,28 @@ func (ss *Session) Describe() SessionInfo {
 	info.QueuedRuns = ss.QueuedRuns()
 	return info
 }
+
+// restoreNoteFor is TakeRestoreNote when take is set, else the note it
+// would return, left for the next taker.
+func (ss *Session) restoreNoteFor(take bool) string {
+	if take {
+		return ss.TakeRestoreNote()
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.restoreNoteShown {
+		return ""
+	}
+	return ss.restoreNote
+}
+
+// unreportedFor is TakeUnreported when take is set, else what it would
+// return, left for the next taker.
+func (ss *Session) unreportedFor(take bool) error {
+	if take {
+		return ss.TakeUnreported()
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.unreported
+}

@@ -97,7 +97,7 @@ type Cell struct {
 
 // entryCell is a history entry as a cell.
 func entryCell(sessionID, runID, language string, index int, e history.Entry) Cell {
-	c := Cell{SessionID: sessionID, RunID: runID, Index: index, Code: e.Code, CellType: "code", Source: e.Source, By: "assistant",
+	c := Cell{SessionID: sessionID, RunID: runID, Index: index, Code: e.Code, CellType: "code", Source: e.Source, By: author(e.By),
 		Language: language, ExecutionCount: e.ExecutionCount, Status: e.Status, ElapsedMS: e.End.Sub(e.Start).Milliseconds(),
 		Outputs: e.Outputs, Note: e.Note}
 	if !e.IsCode() {
@@ -166,7 +166,7 @@ func (s *Server) viewRun(ctx context.Context, _ *mcp.CallToolRequest, in ViewRun
 	if len(out.Cells) == 0 {
 		// A run going on; or one that recorded nothing (it failed to
 		// start, or its blocks were deleted since): its live cell.
-		c := Cell{SessionID: ss.ID(), RunID: r.ID(), Index: -1, Code: snap.Code, CellType: "code", By: "assistant", Language: lang,
+		c := Cell{SessionID: ss.ID(), RunID: r.ID(), Index: -1, Code: snap.Code, CellType: "code", By: author(r.By()), Language: lang,
 			ExecutionCount: snap.ExecutionCount, Status: snap.View.Status, ElapsedMS: snap.View.ElapsedMS, Outputs: snap.Outputs,
 			Prompt: snap.View.Prompt, Password: snap.View.Password}
 		if c.Outputs == nil {
@@ -278,4 +278,12 @@ func declaresUI(req interface {
 	}
 	_, ok := caps.Extensions[uiExtension]
 	return ok
+}
+
+// author is a cell's "by": who wrote its code.
+func author(by string) string {
+	if by == "" {
+		return "assistant"
+	}
+	return by
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -282,5 +283,15 @@ func TestViewRunErrors(t *testing.T) {
 	slices.Sort(linked)
 	if want := []string{"describe_data", "estimate_ols", "load_data", "plot_data", "rerun_code", "run_code", "run_file", "run_notebook", "wait_run"}; !slices.Equal(linked, want) {
 		t.Errorf("tools linking the view: %v, want %v", linked, want)
+	}
+}
+
+// A cell the person ran is the person's in the cell view too.
+func TestEntryCellAuthor(t *testing.T) {
+	if c := entryCell("s", "r1", "python", 0, history.Entry{Code: "1", By: history.ByPerson}); c.By != "person" {
+		t.Errorf("the person's entry shows as %q's", c.By)
+	}
+	if c := entryCell("s", "r1", "python", 0, history.Entry{Code: "1"}); c.By != "assistant" {
+		t.Errorf("the assistant's entry shows as %q's", c.By)
 	}
 }

@@ -139,9 +139,8 @@ func (v *view) run(w http.ResponseWriter, r *http.Request) {
 	// The run joins the queue behind whatever is there; it is the
 	// session's, not the request's, so it goes on when the page closes.
 	run, err := v.o.Engine.StartRun(r.Context(), ss, nil, Tool, func(ctx context.Context, run *engine.Run) (any, error) {
-		run.SetBy(history.ByPerson)
 		return run.RunBlock(ctx, in.Code, "", 0)
-	})
+	}, engine.WithCode(in.Code), engine.WrittenBy(history.ByPerson))
 	if err != nil {
 		httpError(w, http.StatusConflict, err.Error())
 		return

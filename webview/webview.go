@@ -128,10 +128,12 @@ func (v *view) guard(next http.Handler) http.Handler {
 // sameOrigin reports whether a browser request comes from the page's own
 // origin: no Origin header (not a browser, or a same-origin GET), or one
 // naming this host. A cross-site fetch without Origin is refused by its
-// Sec-Fetch-Site.
+// Sec-Fetch-Site, except a GET that opens a document (the person clicking
+// the view's link in a web chat): the page and the downloads, never the
+// API or the event stream, which the page itself fetches same-origin.
 func sameOrigin(r *http.Request) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		return false
+		return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && navigable(r.URL.Path)
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -201,4 +203,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // httpError answers {"error": msg} with status.
 func httpError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// navigable reports whether a path is one a person may open from a link on
+// another site: the page, or a session's download.
+func navigable(path string) bool {
+	if path == Prefix || path == strings.TrimSuffix(Prefix, "/") {
+		return true
+	}
+	return strings.HasPrefix(path, Prefix+"api/sessions/") && (strings.HasSuffix(path, "/notebook.ipynb") || strings.HasSuffix(path, "/script.py"))
 }

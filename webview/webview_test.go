@@ -169,6 +169,11 @@ func TestAuthAndOrigin(t *testing.T) {
 		{"bearer", "/ui/api/sessions", nil, 200},
 		{"cross-origin", "/ui/api/sessions", map[string]string{"Origin": "http://evil.example"}, 403},
 		{"cross-site fetch", "/ui/api/sessions", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		// The person clicks the view's link in a web chat: the page opens,
+		// the API and the event stream still refuse another site.
+		{"link from another site", "/ui/?token=" + token, map[string]string{"Authorization": "", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}, 200},
+		{"navigation to the API", "/ui/api/sessions?token=" + token, map[string]string{"Authorization": "", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}, 403},
+		{"cross-site events", "/ui/api/events?token=" + token, map[string]string{"Authorization": "", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"}, 403},
 		{"same origin", "/ui/api/sessions", map[string]string{"Origin": f.web.URL}, 200},
 	} {
 		code, body := status(t, f.do(t, "GET", c.path, "", c.header))

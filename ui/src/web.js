@@ -5,7 +5,24 @@
 import { CellView, isLive } from "./render.js";
 
 const token = new URLSearchParams(location.search).get("token") || "";
-const $ = (sel) => document.querySelector(sel);
+// The page's own controls, found once at load, before any cell is drawn:
+// kernel HTML in a cell may carry the same class names.
+const chrome = new Map(
+  [
+    ".cells", ".download-ipynb", ".download-py", ".new-cell", ".new-cell-code", ".new-cell-run", ".session-bar",
+    ".session-interrupt", ".session-tabs", ".session-title", ".page-message", ".new-cell-message",
+  ].map((sel) => [sel, document.querySelector(sel)]),
+);
+const $ = (sel) => chrome.get(sel);
+
+// hashSession is the session the URL's #s= names; "" when none or garbled.
+function hashSession() {
+  try {
+    return decodeURIComponent(location.hash.replace(/^#s=/, ""));
+  } catch {
+    return "";
+  }
+}
 
 let current = ""; // the session shown
 let sessions = [];
@@ -79,7 +96,7 @@ async function loadSessions() {
     showMessage(".page-message", err.message, true);
     return false;
   }
-  const fromHash = decodeURIComponent(location.hash.replace(/^#s=/, ""));
+  const fromHash = hashSession();
   if (!sessions.some((s) => s.session_id === current)) {
     current = sessions.some((s) => s.session_id === fromHash) ? fromHash : sessions[0] ? sessions[0].session_id : "";
     await showSession();
@@ -109,7 +126,7 @@ function drawTabs() {
 }
 
 window.addEventListener("hashchange", () => {
-  const id = decodeURIComponent(location.hash.replace(/^#s=/, ""));
+  const id = hashSession();
   if (id && id !== current) {
     current = id;
     drawTabs();
@@ -216,6 +233,8 @@ function onEvent(e) {
       break;
     case "run_started":
       liveView(e.run_id, "running").setMeta({ status: "running" });
+      // Its code is known now (a run the assistant queued had none yet).
+      refetchCells();
       break;
     case "run_output":
       if (e.output) liveView(e.run_id, "running").append([e.output]);
