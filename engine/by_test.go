@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 )
 
 // A run started as the person's records its blocks with By "person"; an
 // ordinary run's blocks name no author. Runs lists both, with their code.
 func TestRunSetByRecorded(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	e := newTestEngine(t, Config{})
 	ss, err := e.LookupOrCreate("by")
 	if err != nil {
@@ -52,7 +53,7 @@ func TestRunSetByRecorded(t *testing.T) {
 // that its variables are gone. A queued run started WithCode and WrittenBy
 // shows both while it waits.
 func TestPersonRunLeavesTheNotesToTheAssistant(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	e := newTestEngine(t, Config{})
 	ss, err := e.LookupOrCreate("notes")
 	if err != nil {

@@ -3,12 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 )
 
 // newTestEngine is an engine with no pool, closed when the test ends.
@@ -60,7 +61,7 @@ func next(t *testing.T, sub *Subscription) Event {
 // the run's output arrives as output events before it finishes, and the
 // run's question and its answer are events too.
 func TestEngineEventOrder(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	e := newTestEngine(t, Config{})
 	sub := e.Events().Subscribe(1024, func(ev *Event) bool { return ev.Session == "order" })
 	defer sub.Close()
@@ -178,7 +179,7 @@ func TestEngineRunsDoNotOverlapOnTheStream(t *testing.T) {
 // a run nor another subscriber; it is told how many events it missed and
 // catches up from the history.
 func TestEngineSlowSubscriber(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	e := newTestEngine(t, Config{})
 	slow := e.Events().Subscribe(4, nil)
 	defer slow.Close()
@@ -241,9 +242,7 @@ func TestEngineSlowSubscriber(t *testing.T) {
 // engine publishes it) to a subscriber reading it; it reports the median
 // and the 99th percentile in microseconds.
 func BenchmarkOutputEventLatency(b *testing.B) {
-	if err := requireKernel(); err != nil {
-		b.Skip(err)
-	}
+	ipytest.Require(b)
 	e := newTestEngine(b, Config{})
 	ss, err := e.LookupOrCreate("bench")
 	if err != nil {
@@ -278,12 +277,4 @@ func BenchmarkOutputEventLatency(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "µs-median")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "µs-p99")
 	b.ReportMetric(float64(len(lat))/float64(b.N), "events/op")
-}
-
-// requireKernel is requireIPyKernel for a benchmark.
-func requireKernel() error {
-	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
-		return fmt.Errorf("python3 with ipykernel is needed: %v", err)
-	}
-	return nil
 }

@@ -2,28 +2,18 @@ package engine
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-func requireIPyKernel(t *testing.T) {
-	t.Helper()
-	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 with ipykernel is needed: %v", err)
-		}
-		t.Skip("python3 with ipykernel is needed")
-	}
-}
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
+)
 
 // TestPoolWaitsForStart: a caller arriving while the pool's kernel is
 // still starting waits for it instead of starting a second kernel.
 func TestPoolWaitsForStart(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	srv, err := New(Config{PoolSize: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +61,7 @@ func TestPoolFailingKind(t *testing.T) {
 // TestPoolTakeCancelled: a caller waiting for a starting pool kernel stops
 // waiting when its context ends; the kernel stays in the pool.
 func TestPoolTakeCancelled(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	srv, err := New(Config{PoolSize: 1})
 	if err != nil {
 		t.Fatal(err)

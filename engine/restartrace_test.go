@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
@@ -14,7 +15,7 @@ import (
 // not start a second kernel beside it, which would leak the restarted one
 // and slip past the kernel limit.
 func TestKernelMidRestartIsNotReplaced(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	srv, err := New(Config{PoolSize: 0})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
@@ -127,7 +128,7 @@ func TestViewSinceBounded(t *testing.T) {
 // output, code and state; the final one names the blocks it recorded, and a
 // second block of the same run starts with a clear.
 func TestViewSinceRealKernel(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	e := newTestEngine(t, Config{})
 	ss, err := e.LookupOrCreate("view")
 	if err != nil {

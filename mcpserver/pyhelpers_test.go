@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 )
 
 // TestPythonHelpers lints the Python in py/ (it must compile) and runs its
 // unit tests, py/test_helpers.py, with the python3 that runs kernels.
 func TestPythonHelpers(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	if !strings.Contains(pyPrelude, `"`+resultMIME+`"`) {
 		t.Errorf("py/prelude.py does not publish under %q, the MIME type the server reads", resultMIME)
 	}
@@ -38,14 +40,4 @@ func TestPythonHelpers(t *testing.T) {
 		t.Fatalf("helpers' tests skipped under CI:\n%s", out)
 	}
 	t.Logf("%s", strings.TrimSpace(string(out)))
-}
-
-func requireIPyKernel(t *testing.T) {
-	t.Helper()
-	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 with ipykernel is needed: %v", err)
-		}
-		t.Skip("python3 with ipykernel is needed")
-	}
 }

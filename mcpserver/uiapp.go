@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
-	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -66,48 +65,8 @@ type ViewRunOutput struct {
 	Done   bool   `json:"done"`
 }
 
-// Cell is a notebook cell as the views render it: a block of the history,
-// or a run still going on.
-type Cell struct {
-	SessionID string `json:"session_id"`
-	// RunID is "" for a history cell that no live run recorded.
-	RunID string `json:"run_id"`
-	// Index is the 0-based history index; -1 until the block is recorded.
-	Index int    `json:"index"`
-	Code  string `json:"code"`
-	// CellType is code, markdown or raw (a notebook's text cells).
-	CellType string `json:"cell_type"`
-	// Source is history.Entry.Source: "", "file:...", "rerun", "notebook:...".
-	Source string `json:"source"`
-	// By is who wrote the code: assistant or person.
-	By string `json:"by"`
-	// Language is the session kernel's, for highlighting; "" while unknown.
-	Language       string `json:"language"`
-	ExecutionCount int    `json:"execution_count"`
-	// Status is ok, error, timeout, interrupted (or loaded) for a recorded
-	// block; queued, running or input_requested for a run going on.
-	Status    string           `json:"status"`
-	ElapsedMS int64            `json:"elapsed_ms"`
-	Outputs   []history.Output `json:"outputs"`
-	// Prompt and Password are set while the run waits for input.
-	Prompt   string `json:"prompt,omitempty"`
-	Password bool   `json:"password,omitempty"`
-	Note     string `json:"note,omitempty"`
-}
-
-// entryCell is a history entry as a cell.
-func entryCell(sessionID, runID, language string, index int, e history.Entry) Cell {
-	c := Cell{SessionID: sessionID, RunID: runID, Index: index, Code: e.Code, CellType: "code", Source: e.Source, By: author(e.By),
-		Language: language, ExecutionCount: e.ExecutionCount, Status: e.Status, ElapsedMS: e.End.Sub(e.Start).Milliseconds(),
-		Outputs: e.Outputs, Note: e.Note}
-	if !e.IsCode() {
-		c.CellType = e.CellType
-	}
-	if c.Outputs == nil {
-		c.Outputs = []history.Output{}
-	}
-	return c
-}
+// Cell is a notebook cell as the views render it (engine.Cell).
+type Cell = engine.Cell
 
 // addApp registers the cell view and view_run, when the server offers a
 // tool that links the view.
@@ -159,19 +118,14 @@ func (s *Server) viewRun(ctx context.Context, _ *mcp.CallToolRequest, in ViewRun
 		for _, i := range snap.Blocks {
 			lo, hi := i, i+1
 			if entries, _ := ss.Slice(&lo, &hi); len(entries) == 1 {
-				out.Cells = append(out.Cells, entryCell(ss.ID(), r.ID(), lang, i, entries[0]))
+				out.Cells = append(out.Cells, engine.EntryCell(ss.ID(), r.ID(), lang, i, entries[0]))
 			}
 		}
 	}
 	if len(out.Cells) == 0 {
 		// A run going on; or one that recorded nothing (it failed to
 		// start, or its blocks were deleted since): its live cell.
-		c := Cell{SessionID: ss.ID(), RunID: r.ID(), Index: -1, Code: snap.Code, CellType: "code", By: author(r.By()), Language: lang,
-			ExecutionCount: snap.ExecutionCount, Status: snap.View.Status, ElapsedMS: snap.View.ElapsedMS, Outputs: snap.Outputs,
-			Prompt: snap.View.Prompt, Password: snap.View.Password}
-		if c.Outputs == nil {
-			c.Outputs = []history.Output{}
-		}
+		c := engine.LiveCell(r, lang, snap)
 		if snap.Truncated {
 			c.Note = "The live view stopped following this run's output: too much of it. The recorded cell will show what history keeps."
 		}
@@ -278,12 +232,4 @@ func declaresUI(req interface {
 	}
 	_, ok := caps.Extensions[uiExtension]
 	return ok
-}
-
-// author is a cell's "by": who wrote its code.
-func author(by string) string {
-	if by == "" {
-		return "assistant"
-	}
-	return by
 }

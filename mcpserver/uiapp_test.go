@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -92,7 +94,7 @@ func viewRun(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[
 // results; view_run follows a handed-off run for the first only, without
 // taking its output from wait_run.
 func TestAppClientsSeeTheSame(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	srv, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -288,10 +290,10 @@ func TestViewRunErrors(t *testing.T) {
 
 // A cell the person ran is the person's in the cell view too.
 func TestEntryCellAuthor(t *testing.T) {
-	if c := entryCell("s", "r1", "python", 0, history.Entry{Code: "1", By: history.ByPerson}); c.By != "person" {
+	if c := engine.EntryCell("s", "r1", "python", 0, history.Entry{Code: "1", By: history.ByPerson}); c.By != "person" {
 		t.Errorf("the person's entry shows as %q's", c.By)
 	}
-	if c := entryCell("s", "r1", "python", 0, history.Entry{Code: "1"}); c.By != "assistant" {
+	if c := engine.EntryCell("s", "r1", "python", 0, history.Entry{Code: "1"}); c.By != "assistant" {
 		t.Errorf("the assistant's entry shows as %q's", c.By)
 	}
 }

@@ -9,13 +9,14 @@ import (
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // With a web view, list_sessions and session_status give its URL, in the
 // text and as ui_url; wait_run on a cell the person ran says whose it was.
 func TestWebViewURLAndPersonsRun(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	const url = "http://127.0.0.1:1/ui/?token=abc"
 	srv, err := New(Config{UIURL: url})
 	if err != nil {

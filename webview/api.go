@@ -11,25 +11,8 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
-// Cell is one notebook cell as both views render it: a history entry, or a
-// run still queued or running (Index -1).
-type Cell struct {
-	SessionID      string           `json:"session_id"`
-	RunID          string           `json:"run_id"`
-	Index          int              `json:"index"`
-	Code           string           `json:"code"`
-	CellType       string           `json:"cell_type"`
-	Source         string           `json:"source"`
-	By             string           `json:"by"`
-	Language       string           `json:"language"`
-	ExecutionCount int              `json:"execution_count"`
-	Status         string           `json:"status"`
-	ElapsedMS      int64            `json:"elapsed_ms"`
-	Outputs        []history.Output `json:"outputs"`
-	Prompt         string           `json:"prompt,omitempty"`
-	Password       bool             `json:"password,omitempty"`
-	Note           string           `json:"note,omitempty"`
-}
+// Cell is one notebook cell as both views render it (engine.Cell).
+type Cell = engine.Cell
 
 // SessionRow is one session in the list.
 type SessionRow struct {
@@ -58,14 +41,6 @@ func language(ss *engine.Session) string {
 	return "python"
 }
 
-// author is Cell.By for an entry's or a run's By.
-func author(by string) string {
-	if by == "" {
-		return "assistant"
-	}
-	return by
-}
-
 func (v *view) cells(w http.ResponseWriter, r *http.Request) {
 	ss, ok := v.session(w, r)
 	if !ok {
@@ -81,18 +56,7 @@ func Cells(ss *engine.Session) []Cell {
 	hist := ss.History()
 	cells := make([]Cell, 0, len(hist)+1)
 	for i, e := range hist {
-		c := Cell{SessionID: ss.ID(), Index: i, Code: e.Code, CellType: e.CellType, Source: e.Source, By: author(e.By),
-			Language: lang, ExecutionCount: e.ExecutionCount, Status: e.Status, Outputs: e.Outputs, Note: e.Note}
-		if c.CellType == "" {
-			c.CellType = "code"
-		}
-		if !e.Start.IsZero() && !e.End.IsZero() {
-			c.ElapsedMS = e.End.Sub(e.Start).Milliseconds()
-		}
-		if c.Outputs == nil {
-			c.Outputs = []history.Output{}
-		}
-		cells = append(cells, c)
+		cells = append(cells, engine.EntryCell(ss.ID(), "", lang, i, e))
 	}
 	for _, run := range ss.Runs() {
 		rv := run.View()
@@ -101,14 +65,7 @@ func Cells(ss *engine.Session) []Cell {
 		}
 		// What it printed so far, so that a page opened mid-run shows it;
 		// the events bring the rest.
-		snap := run.ViewSince(0)
-		outs := snap.Outputs
-		if outs == nil {
-			outs = []history.Output{}
-		}
-		cells = append(cells, Cell{SessionID: ss.ID(), RunID: rv.RunID, Index: -1, Code: snap.Code, CellType: "code",
-			By: author(run.By()), Language: lang, Status: rv.Status, ElapsedMS: rv.ElapsedMS, Outputs: outs,
-			Prompt: rv.Prompt, Password: rv.Password, ExecutionCount: snap.ExecutionCount})
+		cells = append(cells, engine.LiveCell(run, lang, run.ViewSince(0)))
 	}
 	return cells
 }

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,35 +17,9 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/kernel-mcp/kernel-mcp/webview"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	restore, err := ipytest.MemoryHistory()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "webview tests: an IPython dir of their own:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	restore()
-	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run")); err != nil {
-			fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func requireIPyKernel(t *testing.T) {
-	t.Helper()
-	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 with ipykernel is needed: %v", err)
-		}
-		t.Skip("python3 with ipykernel is needed")
-	}
-}
+func TestMain(m *testing.M) { os.Exit(ipytest.Main(m, "webview")) }
 
 const token = "0123456789abcdef0123456789abcdef"
 
@@ -62,7 +34,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, readOnly bool) *fixture {
 	t.Helper()
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	srv, err := mcpserver.New(mcpserver.Config{})
 	if err != nil {
 		t.Fatal(err)

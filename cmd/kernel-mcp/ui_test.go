@@ -7,13 +7,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -52,21 +52,11 @@ func TestParseUIConfig(t *testing.T) {
 	}
 }
 
-func requireIPyKernel(t *testing.T) {
-	t.Helper()
-	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 with ipykernel is needed: %v", err)
-		}
-		t.Skip("python3 with ipykernel is needed")
-	}
-}
-
 // With --tokens-file each user has a web view of their own, printed with
 // their name, over their own sessions, on --ui's listener and under /ui/ on
 // the HTTP one; list_sessions gives each user their own URL.
 func TestRunWebViewPerUser(t *testing.T) {
-	requireIPyKernel(t)
+	ipytest.Require(t)
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("alice "+tokA+"\nbob "+tokB+"\n"), 0o600); err != nil {
 		t.Fatal(err)

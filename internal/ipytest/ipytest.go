@@ -7,7 +7,8 @@
 // the same session number, and IPython then prints "ERROR! Session/line
 // number was not unique in database. History logging moved to new
 // session N" into a cell's stdout, which a test comparing outputs reads as
-// a difference. Tests that start kernels call MemoryHistory in TestMain.
+// a difference. Tests that start kernels call MemoryHistory in TestMain,
+// and Require in each test that needs a kernel.
 package ipytest
 
 import (

@@ -1,4 +1,4 @@
-package mcpserver
+package ipytest
 
 import (
 	"os"
@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// childKernels lists the command lines of the ipykernel processes whose
+// ChildKernels lists the command lines of the ipykernel processes whose
 // parent is this process, from /proc. Every kernel the server starts is
 // its direct child (in a process group of its own), so one listed here
 // after the tests was never shut down; a zombie one was never reaped.
-func childKernels() []string {
+func ChildKernels() []string {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	self := os.Getpid()
 	var left []string

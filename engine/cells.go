@@ -1,0 +1,69 @@
+package engine
+
+import "github.com/kernel-mcp/kernel-mcp/history"
+
+// Cell is a notebook cell as the views show it (the cell view in the chat
+// and the web view): a block of the history, or a run still going on.
+type Cell struct {
+	SessionID string `json:"session_id"`
+	// RunID is "" for a history cell that no live run recorded.
+	RunID string `json:"run_id"`
+	// Index is the 0-based history index; -1 until the block is recorded.
+	Index int    `json:"index"`
+	Code  string `json:"code"`
+	// CellType is code, markdown or raw (a notebook's text cells).
+	CellType string `json:"cell_type"`
+	// Source is history.Entry.Source: "", "file:...", "rerun", "notebook:...".
+	Source string `json:"source"`
+	// By is who wrote the code: assistant or person.
+	By string `json:"by"`
+	// Language is the session kernel's, for highlighting; "" while unknown.
+	Language       string `json:"language"`
+	ExecutionCount int    `json:"execution_count"`
+	// Status is ok, error, timeout, interrupted (or loaded) for a recorded
+	// block; queued, running or input_requested for a run going on.
+	Status    string           `json:"status"`
+	ElapsedMS int64            `json:"elapsed_ms"`
+	Outputs   []history.Output `json:"outputs"`
+	// Prompt and Password are set while the run waits for input.
+	Prompt   string `json:"prompt,omitempty"`
+	Password bool   `json:"password,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Author is a cell's By for an entry's or a run's: "" is the assistant.
+func Author(by string) string {
+	if by == "" {
+		return "assistant"
+	}
+	return by
+}
+
+// EntryCell is history entry e, at index, as a cell; runID names the run
+// that recorded it, if known.
+func EntryCell(sessionID, runID, language string, index int, e history.Entry) Cell {
+	c := Cell{SessionID: sessionID, RunID: runID, Index: index, Code: e.Code, CellType: "code", Source: e.Source, By: Author(e.By),
+		Language: language, ExecutionCount: e.ExecutionCount, Status: e.Status, Outputs: e.Outputs, Note: e.Note}
+	if !e.IsCode() {
+		c.CellType = e.CellType
+	}
+	if !e.Start.IsZero() && !e.End.IsZero() {
+		c.ElapsedMS = e.End.Sub(e.Start).Milliseconds()
+	}
+	if c.Outputs == nil {
+		c.Outputs = []history.Output{}
+	}
+	return c
+}
+
+// LiveCell is run r, still going on, as a cell: its code, its status and
+// the outputs of snap (a ViewSince of it).
+func LiveCell(r *Run, language string, snap RunSnapshot) Cell {
+	c := Cell{SessionID: r.ss.id, RunID: r.id, Index: -1, Code: snap.Code, CellType: "code", By: Author(r.By()), Language: language,
+		ExecutionCount: snap.ExecutionCount, Status: snap.View.Status, ElapsedMS: snap.View.ElapsedMS, Outputs: snap.Outputs,
+		Prompt: snap.View.Prompt, Password: snap.View.Password}
+	if c.Outputs == nil {
+		c.Outputs = []history.Output{}
+	}
+	return c
+}
