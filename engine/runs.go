@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash"
 	"strings"
@@ -126,25 +124,6 @@ func WithCode(code string) RunOption { return func(r *Run) { r.intended = code }
 
 // WrittenBy is SetBy before the run is queued.
 func WrittenBy(by string) RunOption { return func(r *Run) { r.by = by } }
-
-// Question is a question the code asked through input() or getpass().
-type Question struct {
-	Req      kernel.InputRequest
-	Seq      int        // the run's questions are numbered from 1
-	answer   chan Reply // capacity 1: the first answer wins
-	answered bool       // an answer is on its way to the code
-}
-
-// Reply is an answer to a Question: the line typed, or why there is none.
-type Reply struct {
-	Text string
-	Err  error
-}
-
-var (
-	ErrInputDeclined  = errors.New("the user declined to answer")
-	ErrInputCancelled = errors.New("the user dismissed the question")
-)
 
 // StartRun joins the caller's place in the session's queue and starts work
 // as a run in its turn. The run is the session's from now on: it goes on
@@ -328,30 +307,6 @@ func LastLine(s string) string {
 	return s
 }
 
-// takeOutput returns the output that arrived since the last take, as plain
-// text, and marks it delivered.
-func (r *Run) TakeOutput() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.takeOutputLocked()
-}
-
-func (r *Run) takeOutputLocked() string {
-	if len(r.pending) == 0 && !r.overflow {
-		return ""
-	}
-	text := history.PlainText(string(r.pending))
-	if r.overflow {
-		text += fmt.Sprintf("\n[... %d bytes of output left out ...]\n", r.omitted) + history.PlainText(string(r.tail))
-		r.shown = -1 // what was delivered is no longer a prefix of the output
-	} else if r.shown >= 0 {
-		r.shownSum.Write(r.pending)
-		r.shown += len(r.pending)
-	}
-	r.pending, r.tail, r.omitted, r.overflow = r.pending[:0], r.tail[:0], 0, false
-	return text
-}
-
 // AwaitResult is why await returned.
 type AwaitResult int
 
@@ -412,68 +367,6 @@ func (r *Run) AwaitStart(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// onInput waits for the answer to the code's input() or getpass(): from
-// the user through elicitation (see attend) or from send_input. The run
-// reads as input_requested meanwhile.
-func (r *Run) onInput(ctx context.Context, ir kernel.InputRequest) (string, error) {
-	r.mu.Lock()
-	r.inputSeq++
-	in := &Question{Req: ir, Seq: r.inputSeq, answer: make(chan Reply, 1)}
-	r.input = in
-	r.state = StatusInputRequested
-	r.signal()
-	r.ss.eng.events.Publish(Event{Kind: InputRequested, Session: r.ss.id, Run: r.id, Prompt: ir.Prompt, Password: ir.Password})
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		if r.input == in {
-			r.input = nil
-		}
-		if r.state == StatusInputRequested {
-			r.state = StatusRunning
-		}
-		r.signal()
-		r.mu.Unlock()
-	}()
-	select {
-	case ans := <-in.answer:
-		return ans.Text, ans.Err
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-// Answer gives the waiting question its reply; seq 0 answers whichever is
-// open (send_input), another only that question (an elicitation's answer).
-func (r *Run) Answer(seq int, ans Reply) (kernel.InputRequest, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	in := r.input
-	if in == nil || in.answered || (seq != 0 && in.Seq != seq) {
-		return kernel.InputRequest{}, false
-	}
-	in.answered = true
-	// Published before the code has the answer: what it prints next comes
-	// after input_answered on the stream.
-	r.ss.eng.events.Publish(Event{Kind: InputAnswered, Session: r.ss.id, Run: r.id})
-	in.answer <- ans // never blocks: the first answer is the only one
-	if r.state == StatusInputRequested {
-		r.state = StatusRunning
-	}
-	r.signal()
-	return in.Req, true
-}
-
-// PendingQuestion is the open question, if any.
-func (r *Run) PendingQuestion() *Question {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.input == nil || r.input.answered {
-		return nil
-	}
-	return r.input
 }
 
 // RunView describes a run in progress for list_sessions, session_status and
@@ -576,72 +469,6 @@ func (ss *Session) QueuedRuns() int {
 		r.mu.Unlock()
 	}
 	return n
-}
-
-// HandOff takes the output so far, for a call that returns before the run
-// ends.
-func (r *Run) HandOff() (RunView, string) {
-	r.mu.Lock()
-	out := r.takeOutputLocked()
-	r.mu.Unlock()
-	return r.View(), out
-}
-
-// StreamShown is what of a block's stream output earlier calls already
-// returned: its first n bytes, and their SHA-256 to find them again.
-type StreamShown struct {
-	n   int
-	sum []byte
-}
-
-// ConsumeShown is called when a block's result is rendered: it returns the
-// stream output already delivered for this block (so the result need not
-// repeat it) and starts afresh for the next block. Output not yet delivered
-// is in the rendered result, so it is dropped here.
-func (r *Run) ConsumeShown() StreamShown {
-	if r == nil {
-		return StreamShown{}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	sh := StreamShown{n: r.shown}
-	if r.shown > 0 {
-		sh.sum = r.shownSum.Sum(nil)
-	}
-	if r.shown < 0 {
-		sh.n = -1
-	}
-	r.shown = 0
-	r.shownSum.Reset()
-	r.pending, r.tail, r.omitted, r.overflow = r.pending[:0], r.tail[:0], 0, false
-	return sh
-}
-
-// SkipFor works out how many bytes of a result's stream text (in output
-// order) the result may leave out: those already delivered, if they are
-// still the output's beginning. clear_output or a cut stream can make them
-// differ; then nothing is left out and ok reports the repetition.
-func (sh StreamShown) SkipFor(stream []string) (skip int, repeated bool) {
-	if sh.n == 0 {
-		return 0, false
-	}
-	if sh.n < 0 {
-		return 0, true
-	}
-	h := newStreamHash()
-	left := sh.n
-	for _, t := range stream {
-		if left == 0 {
-			break
-		}
-		n := min(left, len(t))
-		h.Write([]byte(t[:n]))
-		left -= n
-	}
-	if left > 0 || !bytes.Equal(h.Sum(nil), sh.sum) {
-		return 0, true
-	}
-	return sh.n, false
 }
 
 func (r *Run) setExecuting(on bool) {

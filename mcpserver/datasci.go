@@ -261,7 +261,7 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err != nil {
 		return errResult[GetValueOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, pyGetValue, map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells})
+	raw, err := s.query(ctx, req, ss, engine.PyGetValue, map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells})
 	if err != nil {
 		var pe *engine.PyError
 		if errors.As(err, &pe) {
@@ -299,7 +299,7 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, pyListVariables, map[string]any{"max": maxVariables})
+	raw, err := s.query(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables})
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}

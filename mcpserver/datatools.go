@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -126,8 +125,8 @@ func (s *Server) describeData(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err := checkName("name", name); err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	chk := dataCheck{Tool: "describe_data", Name: name, Columns: []columnUse{}}
-	return s.checkedDataRun(ctx, req, in.SessionID, chk, func(dataFacts) string {
+	chk := engine.DataCheck{Tool: "describe_data", Name: name, Columns: []engine.ColumnUse{}}
+	return s.checkedDataRun(ctx, req, in.SessionID, chk, func(engine.DataFacts) string {
 		return fmt.Sprintf("print(\"missing values per column:\")\nprint(%s.isna().sum().to_string())\n%s.describe(include=\"all\").transpose()", name, name)
 	})
 }
@@ -149,12 +148,12 @@ func (s *Server) plotData(ctx context.Context, req *mcp.CallToolRequest, in Plot
 	}
 	// Every parameter a kind is given is used, or refused here: pandas
 	// would ignore x for hist and box.
-	chk := dataCheck{Tool: "plot_data", Name: name, Columns: []columnUse{}}
+	chk := engine.DataCheck{Tool: "plot_data", Name: name, Columns: []engine.ColumnUse{}}
 	switch {
 	case kind == "scatter" && (in.X == "" || in.Y == ""):
 		return errResult[RunOutput]("a scatter plot needs both x and y columns")
 	case kind == "scatter":
-		chk.Columns = append(chk.Columns, columnUse{"x", in.X, "axis"}, columnUse{"y", in.Y, "axis"})
+		chk.Columns = append(chk.Columns, engine.ColumnUse{Role: "x", Column: in.X, Numeric: "axis"}, engine.ColumnUse{Role: "y", Column: in.Y, Numeric: "axis"})
 	case kind == "hist" && in.X != "":
 		return errResult[RunOutput]("a histogram has no x column: it draws the distribution of y (default: every numeric column); leave x out, or use kind box with x to compare y across the values of x")
 	case kind == "box" && in.X != "" && in.Y == "":
@@ -163,22 +162,22 @@ func (s *Server) plotData(ctx context.Context, req *mcp.CallToolRequest, in Plot
 		if in.X == in.Y {
 			return errResult[RunOutput]("x and y are the same column %q: a box plot by x draws y for each value of x", in.X)
 		}
-		chk.Columns = append(chk.Columns, columnUse{"x", in.X, ""}, columnUse{"y", in.Y, "plot"})
+		chk.Columns = append(chk.Columns, engine.ColumnUse{Role: "x", Column: in.X, Numeric: ""}, engine.ColumnUse{Role: "y", Column: in.Y, Numeric: "plot"})
 		chk.GroupBy, chk.MaxGroups = in.X, maxBoxGroups
 	default: // line, bar, hist, box without x
 		if in.X != "" && in.X == in.Y {
 			return errResult[RunOutput]("x and y are the same column %q: give y another column, or leave x out to plot against the index", in.X)
 		}
 		if in.X != "" {
-			chk.Columns = append(chk.Columns, columnUse{"x", in.X, ""})
+			chk.Columns = append(chk.Columns, engine.ColumnUse{Role: "x", Column: in.X, Numeric: ""})
 		}
 		if in.Y != "" {
-			chk.Columns = append(chk.Columns, columnUse{"y", in.Y, "plot"})
+			chk.Columns = append(chk.Columns, engine.ColumnUse{Role: "y", Column: in.Y, Numeric: "plot"})
 		} else {
 			chk.NumericDefault = true
 		}
 	}
-	return s.checkedDataRun(ctx, req, in.SessionID, chk, func(f dataFacts) string {
+	return s.checkedDataRun(ctx, req, in.SessionID, chk, func(f engine.DataFacts) string {
 		if chk.GroupBy != "" {
 			rot := ""
 			if f.NGroups > 8 {
@@ -205,7 +204,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	if strings.TrimSpace(in.Y) == "" || len(in.X) == 0 {
 		return errResult[EstimateOLSOutput]("estimate_ols needs y (a column) and x (one or more columns)")
 	}
-	chk := dataCheck{Tool: "estimate_ols", Name: name, Columns: []columnUse{{"y", in.Y, "number"}}}
+	chk := engine.DataCheck{Tool: "estimate_ols", Name: name, Columns: []engine.ColumnUse{{Role: "y", Column: in.Y, Numeric: "number"}}}
 	xs := make([]string, len(in.X))
 	for i, x := range in.X {
 		switch {
@@ -217,7 +216,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 			return errResult[EstimateOLSOutput]("%q appears twice in x", x)
 		}
 		xs[i] = engine.PyString(x)
-		chk.Columns = append(chk.Columns, columnUse{fmt.Sprintf("x[%d]", i), x, "number"})
+		chk.Columns = append(chk.Columns, engine.ColumnUse{Role: fmt.Sprintf("x[%d]", i), Column: x, Numeric: "number"})
 	}
 	cov := `"nonrobust"`
 	if in.Robust {
@@ -232,7 +231,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 		return errResult[EstimateOLSOutput]("%v", err)
 	}
 	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, EstimateOLSOutput, error) {
-		if _, err := s.checkData(ctx, ss, chk); err != nil {
+		if _, err := ss.CheckData(ctx, chk, s.queryLimit()); err != nil {
 			return errResult[EstimateOLSOutput]("%v", err)
 		}
 		return s.fitOLS(ctx, r, ss, code, model)
@@ -241,79 +240,18 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	})
 }
 
-// columnUse is a column a data tool reads: its role in the call (y, x[0])
-// and what its values must be ("number": numeric or bool; "plot": numeric;
-// "axis": anything but bool; "": anything).
-type columnUse struct {
-	Role    string `json:"role"`
-	Column  string `json:"column"`
-	Numeric string `json:"numeric,omitempty"`
-}
-
-// dataCheck is what a data tool needs of the DataFrame it reads; see
-// py/check_data.py.
-type dataCheck struct {
-	Tool    string      `json:"tool"`
-	Name    string      `json:"name"`
-	Columns []columnUse `json:"columns"`
-	// NumericDefault: the tool plots every numeric column when given
-	// none, so there must be one.
-	NumericDefault bool `json:"numeric_default,omitempty"`
-	// GroupBy is a column whose values become groups, at most MaxGroups.
-	GroupBy   string `json:"group_by,omitempty"`
-	MaxGroups int    `json:"max_groups,omitempty"`
-}
-
-// dataFacts is what the check found: the groups of GroupBy, sorted.
-type dataFacts struct {
-	Error   string   `json:"error"`
-	Groups  []string `json:"groups"`
-	NGroups int      `json:"ngroups"`
-}
-
-// checkData checks, silently and in the caller's turn, that the session
-// holds the DataFrame and the columns a data tool names, before it runs
-// code that the history keeps: a misspelt name is refused with the closest
-// ones, and neither the history nor the execution count changes.
-func (s *Server) checkData(ctx context.Context, ss *engine.Session, chk dataCheck) (dataFacts, error) {
-	var f dataFacts
-	b, err := json.Marshal(chk)
-	if err != nil {
-		return f, err
-	}
-	var args map[string]any
-	if err := json.Unmarshal(b, &args); err != nil {
-		return f, err
-	}
-	raw, err := ss.Query(ctx, pyCheckData, args, s.queryLimit())
-	if err != nil {
-		var pe *engine.PyError
-		if errors.As(err, &pe) {
-			return f, fmt.Errorf("%s could not check %s: %v", chk.Tool, chk.Name, pe)
-		}
-		return f, err
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return f, fmt.Errorf("bad reply from the kernel: %v", err)
-	}
-	if f.Error != "" {
-		return f, fmt.Errorf("%s: %s\nNothing was run; the session and its history are unchanged", chk.Tool, f.Error)
-	}
-	return f, nil
-}
-
 // checkedDataRun is dataRun for a tool that reads a DataFrame: in the
 // run's turn, it checks what chk names first and runs code(facts) only if
 // all is there. A session that does not exist yet is created, as dataRun
 // does: a load_data sent just before may not have created it yet, since
 // calls take their place in the session's order only in the run.
-func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, id string, chk dataCheck, code func(dataFacts) string) (*mcp.CallToolResult, RunOutput, error) {
+func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, id string, chk engine.DataCheck, code func(engine.DataFacts) string) (*mcp.CallToolResult, RunOutput, error) {
 	ss, err := s.eng.LookupOrCreate(sessionOr(id))
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
 	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, RunOutput, error) {
-		f, err := s.checkData(ctx, ss, chk)
+		f, err := ss.CheckData(ctx, chk, s.queryLimit())
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
@@ -349,7 +287,7 @@ func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, 
 		}
 		return errResult[EstimateOLSOutput]("%s", strings.Join(parts, "\n"))
 	}
-	raw, err := ss.Query(ctx, pyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
+	raw, err := ss.Query(ctx, engine.PyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
 	if err != nil {
 		return errResult[EstimateOLSOutput]("the model was fitted (see the history) but its statistics could not be read: %v", err)
 	}

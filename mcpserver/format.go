@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -354,7 +353,7 @@ func (s *Server) limitJoined(res *mcp.CallToolResult, out RunOutput, err error) 
 			texts = append(texts, tc.Text)
 		}
 	}
-	texts, cut := cutAcross(texts, limit)
+	texts, cut := history.CutAcross(texts, limit)
 	if cut {
 		content := make([]mcp.Content, 0, len(res.Content))
 		i := 0
@@ -379,7 +378,7 @@ func (s *Server) limitJoined(res *mcp.CallToolResult, out RunOutput, err error) 
 			strs = append(strs, b.Error.Traceback)
 		}
 	}
-	strs, bcut := cutAcross(strs, limit)
+	strs, bcut := history.CutAcross(strs, limit)
 	if bcut {
 		blocks := slices.Clone(out.Blocks)
 		i := 0
@@ -397,64 +396,4 @@ func (s *Server) limitJoined(res *mcp.CallToolResult, out RunOutput, err error) 
 	}
 	out.Truncated = out.Truncated || cut || bcut
 	return res, out, nil
-}
-
-// cutAcross keeps parts, taken as one text, within limit characters: the
-// head and the tail of the whole are kept, and the note of how much was
-// left out goes where the cut begins. Parts wholly inside the cut become
-// empty (or hold just the note).
-func cutAcross(parts []string, limit int) ([]string, bool) {
-	if limit <= 0 {
-		return parts, false
-	}
-	counts := make([]int, len(parts))
-	n := 0
-	for i, p := range parts {
-		counts[i] = utf8.RuneCountInString(p)
-		n += counts[i]
-	}
-	if n <= limit {
-		return parts, false
-	}
-	head := limit / 2
-	tailFrom := n - (limit - head)
-	out := make([]string, len(parts))
-	o := 0
-	for i, p := range parts {
-		l := counts[i]
-		keepHead := min(max(head-o, 0), l)
-		keepTailFrom := min(max(tailFrom-o, 0), l)
-		var b strings.Builder
-		b.WriteString(runePrefix(p, keepHead))
-		if o <= head && head < o+l {
-			b.WriteString(omittedNote(n - limit))
-		}
-		b.WriteString(runeSuffix(p, l-keepTailFrom))
-		out[i] = b.String()
-		o += l
-	}
-	return out, true
-}
-
-// omittedNote is the note history.CutMiddle leaves where it cut.
-func omittedNote(n int) string { return fmt.Sprintf("\n... [%d characters omitted] ...\n", n) }
-
-// runePrefix is the first n runes of s.
-func runePrefix(s string, n int) string {
-	i := 0
-	for ; n > 0 && i < len(s); n-- {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s[:i]
-}
-
-// runeSuffix is the last n runes of s.
-func runeSuffix(s string, n int) string {
-	j := len(s)
-	for ; n > 0 && j > 0; n-- {
-		_, size := utf8.DecodeLastRuneInString(s[:j])
-		j -= size
-	}
-	return s[j:]
 }

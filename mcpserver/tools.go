@@ -481,7 +481,7 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	default:
 		// The probe runs silently and leaves no names behind.
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := k.Execute(pctx, statusProbe, kernel.ExecuteOptions{Silent: true})
+		res, err := k.Execute(pctx, engine.StatusProbe, kernel.ExecuteOptions{Silent: true})
 		cancel()
 		var st struct {
 			Executable string            `json:"executable"`

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/stdiotransport"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -186,7 +187,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.isHTTP() {
 		err = serveHTTPTransport(ctx, cfg, srv, ui, ln, stderr, logger)
 	} else {
-		err = serveStdio(ctx, srv.list[0], mcpserver.StdioTransport(), logger)
+		err = serveStdio(ctx, srv.list[0], stdiotransport.Stdio(), logger)
 	}
 	if cerr := srv.Close(); cerr != nil {
 		logger.Warn("shutting kernels down", "error", cerr)

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"os"
@@ -14,8 +14,8 @@ import (
 // unit tests, py/test_helpers.py, with the python3 that runs kernels.
 func TestPythonHelpers(t *testing.T) {
 	ipytest.Require(t)
-	if !strings.Contains(pyPrelude, `"`+resultMIME+`"`) {
-		t.Errorf("py/prelude.py does not publish under %q, the MIME type the server reads", resultMIME)
+	if !strings.Contains(pyPrelude, `"`+ResultMIME+`"`) {
+		t.Errorf("py/prelude.py does not publish under %q, the MIME type the server reads", ResultMIME)
 	}
 	files, err := filepath.Glob(filepath.Join("py", "*.py"))
 	if err != nil || len(files) < 6 {

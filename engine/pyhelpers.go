@@ -1,10 +1,6 @@
-package mcpserver
+package engine
 
-import (
-	_ "embed" // the helpers' Python source
-
-	"github.com/kernel-mcp/kernel-mcp/engine"
-)
+import _ "embed" // the helpers' Python source
 
 // Python run silently in a session's kernel by get_value, list_variables,
 // estimate_ols, the checks the data tools make before they run code, and
@@ -15,10 +11,6 @@ import (
 // The data helpers run as exec(compile(src), {...}) in a dict of their own,
 // so they define nothing in the user's namespace, and are not stored in
 // IPython's history; each answers with one display_data of resultMIME.
-
-// resultMIME is the MIME type of a helper's reply; py/prelude.py's reply()
-// publishes under the same literal (TestPythonHelpers checks it).
-const resultMIME = engine.ResultMIME
 
 var (
 	// pyPrelude starts every data helper: args, the user's namespace,
@@ -36,22 +28,22 @@ var (
 	//go:embed py/check_data.py
 	checkDataSrc string
 
-	// statusProbe gathers what session_status reports from inside the
+	// StatusProbe gathers what session_status reports from inside the
 	// kernel, printing it as one JSON line.
 	//go:embed py/session_status.py
-	statusProbe string
+	StatusProbe string
 )
 
 var (
-	// pyGetValue converts the value of args["expression"] to JSON. An
+	// PyGetValue converts the value of args["expression"] to JSON. An
 	// error in evaluating the expression is replied as eval_error; one in
 	// converting the value is raised.
-	pyGetValue = pyPrelude + getValueSrc
-	// pyListVariables describes the user's names without ever repr-ing a
+	PyGetValue = pyPrelude + getValueSrc
+	// PyListVariables describes the user's names without ever repr-ing a
 	// whole object.
-	pyListVariables = pyPrelude + listVariablesSrc
-	// pyOLSStats reads the statistics of the OLS result estimate_ols fitted.
-	pyOLSStats = pyPrelude + olsStatsSrc
+	PyListVariables = pyPrelude + listVariablesSrc
+	// PyOLSStats reads the statistics of the OLS result estimate_ols fitted.
+	PyOLSStats = pyPrelude + olsStatsSrc
 	// pyCheckData checks the DataFrame and the columns a data tool names
 	// before it runs code that the history keeps.
 	pyCheckData = pyPrelude + checkDataSrc

@@ -1,4 +1,6 @@
-package mcpserver
+// Package stdiotransport is MCP over stdin and stdout that survives bad
+// input: each line is checked before the SDK reads it.
+package stdiotransport
 
 import (
 	"bufio"
@@ -17,16 +19,16 @@ import (
 // maxLine is the longest JSON-RPC line read, as the SDK's own default.
 const maxLine = mcp.DefaultMaxLineLength
 
-// StdioTransport is MCP over stdin and stdout that survives bad input. The
+// Stdio is MCP over stdin and stdout that survives bad input. The
 // SDK's stdio transport decodes the stream as one JSON sequence, so a
 // single malformed line ends the session. Here each line is checked first:
 // one that is not JSON gets a -32700 parse error, one that is not a
 // JSON-RPC message a -32600 invalid request, an over-long one a -32600 as
 // well, and the server reads on.
-func StdioTransport() mcp.Transport { return NewLineTransport(os.Stdin, os.Stdout) }
+func Stdio() mcp.Transport { return New(os.Stdin, os.Stdout) }
 
-// NewLineTransport is StdioTransport over any reader and writer.
-func NewLineTransport(r io.Reader, w io.Writer) mcp.Transport {
+// New is Stdio over any reader and writer.
+func New(r io.Reader, w io.Writer) mcp.Transport {
 	out := &lockedWriter{w: w}
 	return &mcp.IOTransport{Reader: &lineFilter{r: bufio.NewReaderSize(r, 64<<10), out: out, src: r}, Writer: out, MaxLineLength: maxLine + 1}
 }
