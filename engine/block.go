@@ -152,7 +152,9 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	out.Shown = r.ConsumeShown()
 	e := historyEntry(code, source, res, out.Status, out.Note, gen, start, end)
 	e.By = by
+	ss.recMu.Lock()
 	r.endBlock(s.record(ss, e), res.ExecutionCount)
+	ss.recMu.Unlock()
 	return out, nil
 }
 

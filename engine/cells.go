@@ -67,3 +67,44 @@ func LiveCell(r *Run, language string, snap RunSnapshot) Cell {
 	}
 	return c
 }
+
+// Cells is the session's notebook as the views show it: its history, then
+// its runs still queued or running with what they printed so far. A
+// history cell a live run recorded carries its run id, and a live run
+// whose block is already recorded is shown once, as that history cell.
+func (ss *Session) Cells(language string) []Cell {
+	type live struct {
+		r    *Run
+		snap RunSnapshot
+	}
+	ss.recMu.Lock()
+	hist := ss.History()
+	var runs []live
+	for _, r := range ss.Runs() {
+		snap := r.ViewSince(0)
+		if snap.View.Status != StatusDone {
+			runs = append(runs, live{r, snap})
+		}
+	}
+	ss.recMu.Unlock()
+
+	// Only an unfinished run's block indices hold: it has the session's
+	// turn, so no delete_history can shift them meanwhile.
+	recordedBy := map[int]string{}
+	for _, l := range runs {
+		for _, i := range l.snap.Blocks {
+			recordedBy[i] = l.r.id
+		}
+	}
+	cells := make([]Cell, 0, len(hist)+len(runs))
+	for i, e := range hist {
+		cells = append(cells, EntryCell(ss.id, recordedBy[i], language, i, e))
+	}
+	for _, l := range runs {
+		if !l.snap.InBlock && len(l.snap.Blocks) > 0 {
+			continue // between blocks or finishing: its last block is above
+		}
+		cells = append(cells, LiveCell(l.r, language, l.snap))
+	}
+	return cells
+}

@@ -259,6 +259,8 @@ func (ss *Session) Record(e history.Entry) { ss.eng.record(ss, e) }
 // holds the session's execution right: the run's snapshots list it among
 // its blocks (see ViewSince).
 func (r *Run) Record(e history.Entry) {
+	r.ss.recMu.Lock()
+	defer r.ss.recMu.Unlock()
 	i := r.ss.eng.record(r.ss, e)
 	r.mu.Lock()
 	r.blocks = append(r.blocks, i)

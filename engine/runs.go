@@ -69,6 +69,7 @@ type Run struct {
 	shownSum  hash.Hash     // of those bytes, to find them again in the result
 	lastLine  string
 	executing bool // a block is in the kernel (RunBlock)
+	inBlock   bool // a block began and is not recorded yet (runview.go)
 	input     *Question
 	inputSeq  int
 	result    any

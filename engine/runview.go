@@ -54,6 +54,9 @@ type RunSnapshot struct {
 	Blocks []int
 	// ExecutionCount is the current block's, 0 while unknown.
 	ExecutionCount int
+	// InBlock is set from a block's start until it is recorded: Code is
+	// then not in the history yet.
+	InBlock bool
 }
 
 // ViewSince returns the run's state and the outputs logged from cursor on
@@ -73,6 +76,7 @@ func (r *Run) ViewSince(cursor int) RunSnapshot {
 		Truncated:      l.truncated,
 		Blocks:         slices.Clone(r.blocks),
 		ExecutionCount: r.execCount,
+		InBlock:        r.inBlock,
 	}
 }
 
@@ -86,7 +90,7 @@ func (r *Run) beginBlock(code string) {
 		// not read them yet still sees how that block ended.
 		r.log.clear(false, false)
 	}
-	r.code, r.execCount = code, 0
+	r.code, r.execCount, r.inBlock = code, 0, true
 }
 
 // endBlock notes a block recorded at history index i with its execution
@@ -95,6 +99,7 @@ func (r *Run) endBlock(i, execCount int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.blocks = append(r.blocks, i)
+	r.inBlock = false
 	if execCount > 0 {
 		r.execCount = execCount
 	}

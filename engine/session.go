@@ -49,6 +49,9 @@ type Session struct {
 	choice  Choice
 
 	startMu sync.Mutex // serializes kernel starts
+	// recMu is held while a run's block is recorded and noted among the
+	// run's blocks, so that Cells sees both or neither.
+	recMu sync.Mutex
 
 	mu sync.Mutex // guards the fields below
 	// queue holds the jobs waiting for the session, in arrival order; the

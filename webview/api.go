@@ -51,24 +51,7 @@ func (v *view) cells(w http.ResponseWriter, r *http.Request) {
 
 // Cells is the session's notebook: its history, then its runs still queued
 // or running, with what they printed so far.
-func Cells(ss *engine.Session) []Cell {
-	lang := language(ss)
-	hist := ss.History()
-	cells := make([]Cell, 0, len(hist)+1)
-	for i, e := range hist {
-		cells = append(cells, engine.EntryCell(ss.ID(), "", lang, i, e))
-	}
-	for _, run := range ss.Runs() {
-		rv := run.View()
-		if rv.Status == engine.StatusDone {
-			continue // its blocks are in the history
-		}
-		// What it printed so far, so that a page opened mid-run shows it;
-		// the events bring the rest.
-		cells = append(cells, engine.LiveCell(run, lang, run.ViewSince(0)))
-	}
-	return cells
-}
+func Cells(ss *engine.Session) []Cell { return ss.Cells(language(ss)) }
 
 // Tool is the name runs started from the web view go by in list_sessions
 // and session_status.

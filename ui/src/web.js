@@ -29,6 +29,13 @@ let sessions = [];
 let views = new Map(); // key -> CellView
 let refetching = null;
 let refetchAgain = false;
+let fetchSeq = 0; // bumped as each cells fetch is sent
+// Runs the event stream said had finished: a late answer to the person's
+// POST, or a late output event, does not bring a live cell of one back.
+// Run ids are a session's ("r1", "r2"...) and start again with the server,
+// so the set is keyed by session and cleared when the stream reconnects.
+const ended = new Set();
+const endedKey = (runID) => current + "\n" + runID;
 
 function api(path, init = {}) {
   const headers = { Authorization: "Bearer " + token, ...(init.headers || {}) };
@@ -159,6 +166,7 @@ function refetchCells() {
     do {
       refetchAgain = false;
       const id = current;
+      const seq = ++fetchSeq;
       let r;
       try {
         r = await apiJSON(sessionPath(id, "/cells"));
@@ -167,14 +175,14 @@ function refetchCells() {
         break;
       }
       if (id !== current) continue;
-      drawCells(r.cells || []);
+      drawCells(r.cells || [], seq);
     } while (refetchAgain);
     refetching = null;
   })();
   return refetching;
 }
 
-function drawCells(cells) {
+function drawCells(cells, seq) {
   const box = $(".cells");
   const next = new Map();
   for (const c of cells) {
@@ -195,8 +203,9 @@ function drawCells(cells) {
   const fetchedRuns = new Set(cells.map((c) => c.run_id).filter(Boolean));
   for (const [key, v] of views) {
     if (next.has(key)) continue;
-    // A run its events announced after the fetch was answered stays.
-    if (key.startsWith("r:") && isLive(v.cell.status) && !fetchedRuns.has(v.cell.run_id)) next.set(key, v);
+    // A run its events announced after the fetch was sent stays; one
+    // older than the fetch that the fetch does not list has ended.
+    if (key.startsWith("r:") && isLive(v.cell.status) && v.born > seq && !fetchedRuns.has(v.cell.run_id) && !ended.has(endedKey(v.cell.run_id))) next.set(key, v);
     else v.root.remove();
   }
   views = next;
@@ -205,8 +214,10 @@ function drawCells(cells) {
 function liveView(runID, status) {
   const key = "r:" + runID;
   let v = views.get(key);
+  if (!v && ended.has(endedKey(runID))) return { setMeta() {}, append() {} }; // its recorded cells show it
   if (!v) {
     v = new CellView(actions);
+    v.born = fetchSeq + 1; // a fetch sent from now on may not list it yet
     v.set({ session_id: current, run_id: runID, index: -1, code: "", status: status || "running", outputs: [] });
     views.set(key, v);
     $(".cells").append(v.root);
@@ -219,6 +230,7 @@ function liveView(runID, status) {
 
 function onEvent(e) {
   if (e.kind === "missed") {
+    ended.clear();
     loadSessions();
     refetchCells();
     return;
@@ -247,6 +259,7 @@ function onEvent(e) {
       break;
     case "run_finished": {
       // The run's recorded cells replace its live one.
+      ended.add(endedKey(e.run_id));
       const v = views.get("r:" + e.run_id);
       if (v) {
         v.root.remove();

@@ -117,12 +117,16 @@ test("the page lists the sessions, shows the cells and follows the events", asyn
 test("the person's cell is posted; a read-only server's refusal is shown", async () => {
   const bodies = [];
   let readonly = false;
+  let cells = [];
   const p = page({
     "GET /ui/api/sessions": () => [200, { sessions: [{ session_id: "default", state: "idle" }] }],
-    "GET /ui/api/sessions/default/cells": () => [200, { cells: [] }],
+    "GET /ui/api/sessions/default/cells": () => [200, { cells }],
     "POST /ui/api/sessions/default/run": (r) => {
       bodies.push(JSON.parse(r.body));
-      return readonly ? [403, { error: "the web view is read-only (--ui-readonly)" }] : [202, { run_id: "r5" }];
+      if (readonly) return [403, { error: "the web view is read-only (--ui-readonly)" }];
+      // The server lists a run from the moment it answers with its id.
+      cells = [{ ...historyCell, run_id: "r5", index: -1, code: "1 + 1", by: "person", status: "queued", outputs: [] }];
+      return [202, { run_id: "r5" }];
     },
     "POST /ui/api/sessions/default/interrupt": () => [200, { message: "interrupted" }],
   });
@@ -154,6 +158,47 @@ test("a wrong token's 401 is said on the page", async () => {
     const m = await until("the message", () => !p.doc.querySelector(".page-message").hidden && p.doc.querySelector(".page-message"));
     assert.match(m.textContent, /unauthorized/);
     assert.equal(p.sources.length, 0, "no event stream without a working token");
+  } finally {
+    p.close();
+  }
+});
+
+test("a run that ended before the answer to its POST shows once, as its recorded cell", async () => {
+  let cells = [];
+  let answer;
+  const recorded = { ...historyCell, run_id: "", index: 0, code: "6 * 7", by: "person", outputs: [{ output_type: "execute_result", data: { "text/plain": "42" }, execution_count: 1 }] };
+  const p = page({
+    "GET /ui/api/sessions": () => [200, { sessions: [{ session_id: "default", state: "idle" }] }],
+    "GET /ui/api/sessions/default/cells": () => [200, { cells }],
+    // The run is quick: its events, and its recording, come before the
+    // answer to the POST that started it.
+    "POST /ui/api/sessions/default/run": () => {
+      cells = [recorded];
+      const es = p.sources[0];
+      es.emit({ seq: 1, kind: "run_queued", session_id: "default", run_id: "r1", status: "queued" });
+      es.emit({ seq: 2, kind: "run_started", session_id: "default", run_id: "r1", status: "running" });
+      es.emit({ seq: 3, kind: "run_output", session_id: "default", run_id: "r1", output: recorded.outputs[0] });
+      es.emit({ seq: 4, kind: "history_changed", session_id: "default" });
+      es.emit({ seq: 5, kind: "run_finished", session_id: "default", run_id: "r1", status: "ok" });
+      answer = true;
+      return [202, { run_id: "r1" }];
+    },
+  });
+  try {
+    const ta = await until("the code box", () => !p.doc.querySelector(".new-cell").hidden && p.doc.querySelector("textarea.new-cell-code"));
+    await until("the event stream", () => p.sources[0]);
+    ta.value = "6 * 7";
+    p.doc.querySelector(".new-cell-run").click();
+    await until("the POST answered", () => answer && ta.value === "");
+    await until("the recorded cell", () => p.doc.querySelector('.cell[data-index="0"][data-status="ok"]'));
+    // Every fetch the page sent has been answered by now; none brings a
+    // live cell back.
+    const fetches = () => p.requests.filter((r) => r.url.includes("/cells")).length;
+    const n = fetches();
+    p.sources[0].emit({ seq: 6, kind: "history_changed", session_id: "default" });
+    await until("one more fetch", () => fetches() > n);
+    await until("the page settled", () => p.doc.querySelectorAll(".cell").length === 1);
+    assert.deepEqual([...p.doc.querySelectorAll(".cell")].map((c) => c.dataset.status), ["ok"]);
   } finally {
     p.close();
   }
