@@ -121,7 +121,17 @@ func hostOrigin(t *testing.T, dir, mcpURL string) string {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/host/", http.StripPrefix("/host/", http.FileServer(http.Dir(dir))))
-	mux.Handle("/mcp", proxy)
+	// Full duplex: the server may start its answer (an event stream)
+	// before the proxy has passed on the whole request body, and an
+	// HTTP/1 handler otherwise cuts the body off when it starts writing
+	// (go.dev/issue/40747: the answer then ends mid-stream).
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/host/host.html"

@@ -246,7 +246,9 @@ async function appSuite() {
     ].join("\n");
     const { frame } = await runTool(page, "run_code", { session_id: "app", code });
     await cellDone(frame, "ok");
-    await poll(frame, () => document.querySelector(".cell-outputs")?.innerText.includes("sanitize done"), null, "the last output");
+    // The tool result alone shows the streams; the recorded cell, which
+    // view_run brings right after, has the displays.
+    await poll(frame, () => Number(document.querySelector(".cell")?.dataset.index) >= 0 && document.querySelector(".cell-outputs")?.innerText.includes("sanitize done"), null, "the recorded cell with its last output");
     const safe = await frame.evaluate(() => document.querySelector(".cell-outputs")?.innerText || "");
     check(safe.includes("kept bold"), `the harmless HTML was not rendered: ${JSON.stringify(safe)}`);
     check(safe.includes("click me"), `the link's text was not rendered: ${JSON.stringify(safe)}`);
