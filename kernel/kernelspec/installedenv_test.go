@@ -192,18 +192,23 @@ func TestResolveInstalledEnv(t *testing.T) {
 			exe, python string
 			ipy         bool
 		}{{withExe, envPythons(withIPy)[0], true}, {noExe, envPythons(noIPy)[0], false}} {
+			// The env's python is a link to realPy's, which is on PATH
+			// too: both are listed, as they see different packages.
 			got := Interpreters(context.Background(), ResolveOptions{Getenv: mapEnv(nil), LookPath: pathReal, Executable: exeAt(c.exe)})
-			found := false
+			found, path := false, false
 			for _, in := range got {
-				if in.Source == "installed-env" {
+				switch in.Source {
+				case "installed-env":
 					found = true
-					if in.Path != c.python || (in.IPyKernel != "") != c.ipy {
+					if in.Path != c.python || (in.IPyKernel != "") != c.ipy || in.Prefix == "" {
 						t.Errorf("Interpreters lists %+v, want %s with ipykernel %v", in, c.python, c.ipy)
 					}
+				case "PATH":
+					path = in.Path == realPy
 				}
 			}
-			if !found {
-				t.Errorf("Interpreters = %+v, want the installed env's %s", got, c.python)
+			if !found || !path {
+				t.Errorf("Interpreters = %+v, want the installed env's %s and PATH's %s", got, c.python, realPy)
 			}
 		}
 		got := Interpreters(context.Background(), ResolveOptions{Getenv: mapEnv(nil), LookPath: pathReal, Executable: exeAt(toolExe)})

@@ -308,7 +308,8 @@ func fileExists(p string) bool {
 // PYTHON_MCP_INTERPRETER, the installed env's python ("installed-env"),
 // $CONDA_PREFIX, conda envs listed in
 // ~/.conda/environments.txt, python3/python on PATH; de-duplicated by
-// resolved real path (first source wins); each Inspected, concurrently, and
+// resolved real path, and for a virtualenv's python also by its env (first
+// source wins); each Inspected, concurrently, and
 // skipped if that fails. Interpreters without ipykernel are included (with
 // IPyKernel ""). It does not search the file system beyond these places.
 func Interpreters(ctx context.Context, opts ResolveOptions) []Interpreter {
@@ -323,6 +324,11 @@ func (f finder) interpreters(ctx context.Context, opts ResolveOptions) []Interpr
 		key := c.Path
 		if real, err := filepath.EvalSymlinks(c.Path); err == nil {
 			key = real
+		}
+		// A virtualenv's python is a link to its base python but runs
+		// with the env's packages: it is an interpreter of its own.
+		if env := filepath.Dir(filepath.Dir(c.Path)); isPythonEnv(env) {
+			key += "\x00" + env
 		}
 		if seen[key] {
 			continue
