@@ -1,7 +1,10 @@
 package kernelspec
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -108,3 +111,38 @@ func (f finder) installedPython(opts ResolveOptions) string {
 	}
 	return installedEnvPython(p, f.getenv)
 }
+
+// inToolEnv reports whether python lies in the scripts folder of a tool
+// env. Its symlinks are not followed: a virtualenv's python links to its
+// base python, outside the env.
+func inToolEnv(python string, getenv func(string) string) bool {
+	for _, env := range envsOfScriptsDir(filepath.Dir(filepath.Clean(python))) {
+		if isPythonEnv(env) {
+			return isToolEnv(env, getenv)
+		}
+	}
+	return false
+}
+
+// lookPathPython finds a python on PATH as lookPath does, passing over the
+// tool envs' scripts folders: uvx puts its env's first on the PATH of the
+// program it runs, and that env holds kernel-mcp alone.
+func (f finder) lookPathPython(name string) (string, error) {
+	p, err := f.lookPath(name)
+	if err != nil || !inToolEnv(p, f.getenv) {
+		return p, err
+	}
+	for _, dir := range filepath.SplitList(f.getenv("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		q, err := exec.LookPath(filepath.Join(dir, name))
+		if err == nil && !inToolEnv(q, f.getenv) {
+			return q, nil
+		}
+	}
+	return "", fmt.Errorf("%s is on PATH only in uv's or pipx's tool environments (%s): %w", name, p, errOnlyToolEnvs)
+}
+
+// errOnlyToolEnvs says a python was found on PATH only in tool envs.
+var errOnlyToolEnvs = errors.New("those are not used")

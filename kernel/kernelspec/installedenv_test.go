@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -218,4 +219,54 @@ func TestResolveInstalledEnv(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestResolvePassesOverToolEnvOnPath: uvx puts its env's scripts folder
+// first on PATH; its python3 (here without ipykernel, as in a plain uvx
+// run) is passed over for the next python3 on PATH, and neither Resolve
+// nor Interpreters names it.
+func TestResolvePassesOverToolEnvOnPath(t *testing.T) {
+	needUnixScripts(t)
+	t.Parallel()
+	root := t.TempDir()
+	uvx, uvxExe := makeVenv(t, filepath.Join(root, "cache", "archive-v0", "W9aarg73oVDAKXKm"))
+	good := filepath.Join(root, "good", "python3")
+	if err := os.MkdirAll(filepath.Dir(good), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(realPy, good); err != nil {
+		t.Fatal(err)
+	}
+	first := func(name string) (string, error) { // PATH's first python3: the uvx env's
+		if name == "python3" {
+			return envPythons(uvx)[0], nil
+		}
+		return "", exec.ErrNotFound
+	}
+	exe := func() (string, error) { return uvxExe, nil }
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"another python3 on PATH", scriptsDir(uvx) + string(filepath.ListSeparator) + filepath.Dir(good), good},
+		{"only the tool env's", scriptsDir(uvx), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := ResolveOptions{Getenv: mapEnv(map[string]string{"PATH": tc.path}), LookPath: first, Executable: exe}
+			f := newFinder(opts.Getenv, opts.LookPath)
+			f.system = nil
+			r, err := f.resolve(context.Background(), opts)
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "tool environments") {
+					t.Errorf("Resolve = %+v, %v; want an error naming the tool environments", r.Interpreter, err)
+				}
+			} else if err != nil || r.Interpreter == nil || r.Interpreter.Path != tc.want || r.Interpreter.Source != "PATH" {
+				t.Errorf("Resolve = %+v, %v; want %s from PATH", r.Interpreter, err, tc.want)
+			}
+			for _, in := range Interpreters(context.Background(), opts) {
+				if strings.HasPrefix(in.Path, uvx) {
+					t.Errorf("Interpreters lists the uvx env's %+v", in)
+				}
+			}
+		})
+	}
 }

@@ -194,7 +194,8 @@ type Resolved struct {
 // installed in (installedenv.go), when its python has ipykernel > active
 // conda env ($CONDA_PREFIX/bin/python, on Windows $CONDA_PREFIX\python.exe,
 // if it exists) > the "python3" kernelspec > `python3` on PATH (on Windows
-// also `python`).
+// also `python`), passing over the tool envs' folders that uvx puts first
+// on PATH.
 //
 // For interpreter choices it calls Inspect, fails if that fails, returns
 // *MissingIPyKernelError when ipykernel is not importable, and uses
@@ -264,8 +265,11 @@ func (f finder) resolve(ctx context.Context, opts ResolveOptions) (Resolved, err
 	}
 	var tried []string
 	for _, name := range pathPythonNames {
-		p, err := f.lookPath(name)
+		p, err := f.lookPathPython(name)
 		if err != nil {
+			if errors.Is(err, errOnlyToolEnvs) {
+				tried = append(tried, err.Error())
+			}
 			continue
 		}
 		r, err := use(p, "PATH")
@@ -396,7 +400,7 @@ func (f finder) candidates(opts ResolveOptions) []Interpreter {
 		}
 	}
 	for _, name := range interpreterPATHNames {
-		if p, err := f.lookPath(name); err == nil {
+		if p, err := f.lookPathPython(name); err == nil {
 			cands = append(cands, cand{p, "PATH"})
 		}
 	}
