@@ -15,7 +15,8 @@ import (
 // server's own tools hold to the same rule as the kernel: a path resolves
 // inside the session's working directory, or, for reads only, inside a
 // Sandbox.ReadOnly path. Sessions that give no cwd share the server's work
-// directory, StateDir/work, so that any warm kernel fits any session.
+// directory (Config.WorkDir, else StateDir/work), so that any warm kernel
+// fits any session.
 
 // Access says what a tool does with a path.
 type Access int
@@ -25,15 +26,24 @@ const (
 	WriteAccess
 )
 
-// initSandbox prepares the work directory under --sandbox: StateDir/work,
-// or a temporary directory removed by Close when histories are kept in
-// memory only.
+// initSandbox prepares the work directory under --sandbox: Config.WorkDir,
+// else StateDir/work, or a temporary directory removed by Close when
+// histories are kept in memory only.
 func (s *Engine) initSandbox() error {
 	if s.cfg.Sandbox == nil {
 		return nil
 	}
 	var dir string
-	if s.cfg.StateDir != "" {
+	if s.cfg.WorkDir != "" {
+		abs, err := filepath.Abs(s.cfg.WorkDir)
+		if err != nil {
+			return fmt.Errorf("sandbox work directory: %w", err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return fmt.Errorf("sandbox work directory %s is not a directory", abs)
+		}
+		dir = abs
+	} else if s.cfg.StateDir != "" {
 		// Absolute: the kernels' sandbox binds it, and bwrap takes a
 		// relative path against its new root.
 		abs, err := filepath.Abs(s.cfg.StateDir)
@@ -97,6 +107,9 @@ func (s *Engine) hiddenPaths() []string {
 // read-write would undo the sandbox.
 func (s *Engine) kernelDir(c Choice) (string, error) {
 	if s.cfg.Sandbox == nil {
+		if c.Cwd == "" {
+			return s.cfg.WorkDir, nil
+		}
 		return c.Cwd, nil
 	}
 	if c.Cwd == "" {
@@ -147,13 +160,16 @@ func (s *Engine) sandboxCwd(cwd string) (string, error) {
 }
 
 // cwd is the session's working directory: its own, else the sandbox's
-// work directory, else the server's.
+// work directory, else Config.WorkDir, else the server's.
 func (ss *Session) cwd() (string, error) {
 	if ss.choice.Cwd != "" {
 		return ss.choice.Cwd, nil
 	}
 	if ss.eng.workDir != "" {
 		return ss.eng.workDir, nil
+	}
+	if ss.eng.cfg.WorkDir != "" {
+		return ss.eng.cfg.WorkDir, nil
 	}
 	return filepath.Abs(".")
 }

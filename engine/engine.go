@@ -66,6 +66,12 @@ type Config struct {
 	// StateDir is where histories are kept (in StateDir/sessions, one
 	// JSON-lines file per session); empty keeps them in memory only.
 	StateDir string
+	// WorkDir, an existing directory, is the working directory of
+	// sessions created without a cwd, and what a relative cwd is taken
+	// against (flag --workdir). Empty: the server's own working
+	// directory, or under the sandbox StateDir/work. Under the sandbox it
+	// is the work directory the kernels may write in.
+	WorkDir string
 	// GatewayURL, when set, runs every session's kernel on that Jupyter
 	// Server, Kernel Gateway or Enterprise Gateway instead of as a local
 	// process; GatewayToken is its token. Python and MemoryLimit must then
@@ -76,7 +82,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Sandbox, when set, runs every kernel under bubblewrap (Linux only)
 	// and confines the paths the tools read and write: see confine.go.
-	// Sessions without a cwd then work in StateDir/work.
+	// Sessions without a cwd then work in WorkDir, else StateDir/work.
 	Sandbox *kernel.SandboxOptions
 	// MultiUser says this engine is one user's among several in one
 	// process: Create then refuses a connection file, whose path could
@@ -125,7 +131,8 @@ type Engine struct {
 	runs sync.WaitGroup
 
 	// workDir is the sessions' default working directory under the
-	// sandbox (Config.Sandbox); tempWorkDir says Close removes it.
+	// sandbox (Config.Sandbox), symlinks resolved; tempWorkDir says Close
+	// removes it.
 	workDir     string
 	tempWorkDir bool
 	// allowedPythons are the interpreters a session may name under the

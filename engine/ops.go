@@ -36,6 +36,9 @@ func (s *Engine) Create(ctx context.Context, id string, choice Choice, place Pla
 		}
 		choice.Cwd = cwd
 	} else if choice.Cwd != "" {
+		if !filepath.IsAbs(choice.Cwd) && s.cfg.WorkDir != "" {
+			choice.Cwd = filepath.Join(s.cfg.WorkDir, choice.Cwd)
+		}
 		st, err := os.Stat(choice.Cwd)
 		if err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("cwd %q is not a directory", choice.Cwd)

@@ -59,6 +59,9 @@ func (c *Config) checkGatewayConfig() error {
 	if c.MemoryLimit > 0 {
 		return errors.New("--memory-limit cannot be used with --gateway-url: limits of a gateway's kernels are the gateway's to set (e.g. Kubernetes resource limits in Enterprise Gateway's kernelspecs)")
 	}
+	if c.WorkDir != "" {
+		return fmt.Errorf("--workdir (%s) cannot be used with --gateway-url: a gateway's kernels work in the gateway's folders", c.WorkDir)
+	}
 	return nil
 }
 

@@ -76,6 +76,9 @@ type Config struct {
 	// StateDir is where histories are kept (in StateDir/sessions, one
 	// JSON-lines file per session); empty keeps them in memory only.
 	StateDir string
+	// WorkDir is the working directory of sessions created without a
+	// cwd (flag --workdir); see engine.Config.WorkDir.
+	WorkDir string
 	// GatewayURL, when set, runs every session's kernel on that Jupyter
 	// Server, Kernel Gateway or Enterprise Gateway (flag --gateway-url)
 	// instead of as a local process; GatewayToken is its token. Python
@@ -196,7 +199,7 @@ func (c Config) engineConfig() engine.Config {
 	return engine.Config{
 		Python: c.Python, Kernel: c.Kernel, MaxWait: c.MaxWait, OutputLimit: c.OutputLimit,
 		InterruptGrace: c.InterruptGrace, StartTimeout: c.StartTimeout, MemoryLimit: c.MemoryLimit,
-		MaxSessions: c.MaxSessions, IdleTimeout: c.IdleTimeout, PoolSize: c.PoolSize, StateDir: c.StateDir,
+		MaxSessions: c.MaxSessions, IdleTimeout: c.IdleTimeout, PoolSize: c.PoolSize, StateDir: c.StateDir, WorkDir: c.WorkDir,
 		GatewayURL: c.GatewayURL, GatewayToken: c.GatewayToken, Logger: c.Logger, Sandbox: c.Sandbox,
 		MultiUser: c.MultiUser, SharedLimit: c.SharedLimit,
 	}

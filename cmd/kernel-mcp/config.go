@@ -42,6 +42,7 @@ type config struct {
 	ClientIdleTimeout time.Duration
 	OutputLimit       int
 	StateDir          string // "": in memory only
+	WorkDir           string // sessions' default cwd; "": the server's
 	LogLevel          slog.Level
 
 	MemoryLimit    int64         // bytes of address space per kernel; 0: none
@@ -72,6 +73,10 @@ type config struct {
 	// UIReadOnly refuses cells from it.
 	UI         string
 	UIReadOnly bool
+
+	// PythonFrom names where Python was set: "--python" or
+	// "PYTHON_MCP_INTERPRETER".
+	PythonFrom string
 
 	// NoStateDir is set when no default state directory could be found
 	// (no home directory) and StateDir fell back to in-memory.
@@ -166,6 +171,13 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	}
 
 	cfg.Python = get("python")
+	if cfg.Python != "" {
+		cfg.PythonFrom = settingFor("python").env
+		if setOnCommandLine["python"] {
+			cfg.PythonFrom = "--python"
+		}
+	}
+	cfg.WorkDir = get("workdir")
 	cfg.Kernel = get("kernel")
 	cfg.Token = get("token")
 
@@ -331,6 +343,9 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 		if cfg.MemoryLimit > 0 {
 			return config{}, invalid("memory-limit", get("memory-limit"), "cannot be used with --gateway-url: a gateway's kernels get their limits from the gateway")
 		}
+		if cfg.WorkDir != "" {
+			return config{}, invalid("workdir", cfg.WorkDir, "cannot be used with --gateway-url: a gateway's kernels work in the gateway's folders")
+		}
 		cfg.GatewayURL = v
 	} else if cfg.GatewayToken != "" {
 		return config{}, invalid("gateway-token", "(hidden)", "needs --gateway-url")
@@ -343,6 +358,9 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	}
 	if err := parseUsers(&cfg, get); err != nil {
 		return config{}, err
+	}
+	if cfg.WorkDir != "" && cfg.Sandbox && cfg.TokensFile != "" {
+		return config{}, invalid("workdir", cfg.WorkDir, "cannot be used with --sandbox and --tokens-file: each user's kernels write in a work folder of their own")
 	}
 	if err := parseUI(&cfg, get); err != nil {
 		return config{}, err
@@ -381,15 +399,16 @@ func parseUI(cfg *config, get func(string) string) error {
 	return nil
 }
 
-// absolutePaths makes the state directory and the tokens file absolute,
-// against the directory the server starts in: they are handed to the
-// sandbox, where a relative path would name something else (bwrap takes it
-// against its new root), and the state directory is shown in logs.
+// absolutePaths makes the state directory, the work directory and the
+// tokens file absolute, against the directory the server starts in: they
+// are handed to the sandbox, where a relative path would name something
+// else (bwrap takes it against its new root), and the state directory is
+// shown in logs.
 func (c *config) absolutePaths() error {
 	for _, p := range []struct {
 		name string
 		v    *string
-	}{{"state-dir", &c.StateDir}, {"tokens-file", &c.TokensFile}} {
+	}{{"state-dir", &c.StateDir}, {"workdir", &c.WorkDir}, {"tokens-file", &c.TokensFile}} {
 		if *p.v == "" || filepath.IsAbs(*p.v) {
 			continue
 		}

@@ -70,21 +70,24 @@ func TestParseConfig(t *testing.T) {
 				"MCP_TRANSPORT": "streamable-http", "MCP_HOST": "0.0.0.0", "MCP_PORT": "9000",
 				"PYTHON_MCP_INTERPRETER": "/opt/py/bin/python", "KERNEL_MCP_KERNEL": "ir",
 				"KERNEL_MCP_TOKEN": "tok", "KERNEL_MCP_TIMEOUT": "2.5", "KERNEL_MCP_OUTPUT_LIMIT": "100",
-				"KERNEL_MCP_STATE_DIR": "/var/km", "KERNEL_MCP_LOG_LEVEL": "debug",
+				"KERNEL_MCP_STATE_DIR": "/var/km", "KERNEL_MCP_LOG_LEVEL": "debug", "KERNEL_MCP_WORKDIR": "/srv/work",
 			},
 			want: func(c *config) {
 				c.Transport, c.Host, c.Port = "streamable-http", "0.0.0.0", 9000
-				c.Python, c.Kernel, c.Token = "/opt/py/bin/python", "ir", "tok"
+				c.Python, c.PythonFrom, c.Kernel, c.Token = "/opt/py/bin/python", "PYTHON_MCP_INTERPRETER", "ir", "tok"
+				c.WorkDir = "/srv/work"
 				c.Timeout, c.OutputLimit, c.StateDir, c.LogLevel = 2500*time.Millisecond, 100, "/var/km", slog.LevelDebug
 			},
 		},
 		{
 			name: "flags",
 			args: []string{"--transport", "sse", "--host=::1", "--port", "0", "--python", "py", "--kernel", "k",
-				"--token", "t", "--timeout", "30", "--output-limit", "5", "--state-dir", "rel/dir", "--log-level", "ERROR"},
+				"--token", "t", "--timeout", "30", "--output-limit", "5", "--state-dir", "rel/dir", "--log-level", "ERROR", "--workdir", "w"},
+			env: map[string]string{"PYTHON_MCP_INTERPRETER": "/opt/py/bin/python"},
 			want: func(c *config) {
 				c.Transport, c.Host, c.Port = "sse", "::1", 0
-				c.Python, c.Kernel, c.Token = "py", "k", "t"
+				c.Python, c.PythonFrom, c.Kernel, c.Token = "py", "--python", "k", "t"
+				c.WorkDir = "w"
 				c.Timeout, c.OutputLimit, c.StateDir, c.LogLevel = 30*time.Second, 5, "rel/dir", slog.LevelError
 			},
 		},
@@ -208,6 +211,8 @@ func TestParseConfigInvalid(t *testing.T) {
 		{name: "gateway not a URL", args: []string{"--gateway-url", "gw:8888"}, want: []string{"--gateway-url", "KERNEL_MCP_GATEWAY_URL", "http://"}},
 		{name: "gateway with python", args: []string{"--gateway-url", "http://gw", "--python", "/usr/bin/python3"}, want: []string{"--python", "cannot be used with --gateway-url"}},
 		{name: "gateway with memory limit", env: map[string]string{"KERNEL_MCP_GATEWAY_URL": "http://gw", "KERNEL_MCP_MEMORY_LIMIT": "1G"}, want: []string{"--memory-limit", "cannot be used with --gateway-url"}},
+		{name: "gateway with workdir", env: map[string]string{"KERNEL_MCP_GATEWAY_URL": "http://gw", "KERNEL_MCP_WORKDIR": "/srv"}, want: []string{"--workdir", "KERNEL_MCP_WORKDIR", "cannot be used with --gateway-url"}},
+		{name: "workdir with sandbox and users", args: []string{"--workdir", "/srv", "--sandbox", "--transport", "sse", "--tokens-file", "/etc/t"}, want: []string{"--workdir", "each user's kernels"}},
 		{name: "gateway token alone", args: []string{"--gateway-token", "t"}, want: []string{"--gateway-token", "needs --gateway-url"}},
 		{name: "unknown tool", args: []string{"--tools", "run_code,rm_rf"}, want: []string{"--tools", "KERNEL_MCP_TOOLS", `"rm_rf"`, "minimal, standard"}},
 		{name: "no tools", env: map[string]string{"KERNEL_MCP_TOOLS": ","}, want: []string{"--tools", "no tools named"}},

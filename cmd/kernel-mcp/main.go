@@ -81,6 +81,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitUsage
 	}
+	if err := checkWorkDir(cfg); err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitUsage
+	}
+	if err := checkPython(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitUsage
+	}
 	var users []user
 	if cfg.TokensFile != "" {
 		if users, err = loadTokensFile(cfg.TokensFile); err != nil {
@@ -142,6 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Tools:          cfg.Tools,
 		IdleTimeout:    cfg.IdleTimeout,
 		StateDir:       cfg.StateDir,
+		WorkDir:        cfg.WorkDir,
 		GatewayURL:     cfg.GatewayURL,
 		GatewayToken:   cfg.GatewayToken,
 		Version:        versionString(),
@@ -152,7 +161,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitError
 	}
 	logger.Info("kernel-mcp starting", "version", versionString(), "transport", cfg.Transport,
-		"state_dir", cfg.StateDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout, "max_wait", cfg.MaxWait,
+		"state_dir", cfg.StateDir, "workdir", cfg.WorkDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout, "max_wait", cfg.MaxWait,
 		"memory_limit", cfg.MemoryLimit, "max_sessions", cfg.MaxSessions, "pool_size", cfg.PoolSize, "idle_timeout", cfg.IdleTimeout,
 		"start_timeout", cfg.StartTimeout, "interrupt_grace", cfg.InterruptGrace)
 

@@ -23,7 +23,7 @@ type Interpreter struct {
 	Version   string // e.g. "3.11.7"
 	Prefix    string // sys.prefix
 	IPyKernel string // ipykernel version, "" if not importable ("unknown" if importable without __version__)
-	Source    string // "flag", "PYTHON_MCP_INTERPRETER", "conda", "kernelspec", "PATH"; "" from Inspect itself
+	Source    string // "flag", "PYTHON_MCP_INTERPRETER", "installed-env", "conda", "kernelspec", "PATH"; "" from Inspect itself
 }
 
 // MissingIPyKernelError says ipykernel cannot be imported by Python. Its
@@ -170,6 +170,9 @@ type ResolveOptions struct {
 	Kernel   string                       // explicit kernelspec name; wins over everything
 	Getenv   func(string) string          // nil = os.Getenv
 	LookPath func(string) (string, error) // nil = exec.LookPath
+	// Executable is the running program, whose Python environment is
+	// the "installed-env" step; nil = os.Executable.
+	Executable func() (string, error)
 	// CheckSpec, if set, is called on a kernelspec Resolve picked before
 	// anything of it runs (its python is inspected); an error from it is
 	// Resolve's error.
@@ -187,9 +190,12 @@ type Resolved struct {
 }
 
 // Resolve picks what to run, in this order: Kernel name (Get) > Python >
-// $PYTHON_MCP_INTERPRETER > active conda env ($CONDA_PREFIX/bin/python, on
-// Windows $CONDA_PREFIX\python.exe, if it exists) > the "python3" kernelspec
-// > `python3` on PATH (on Windows also `python`).
+// $PYTHON_MCP_INTERPRETER > the Python environment the running program is
+// installed in (installedenv.go), when its python has ipykernel > active
+// conda env ($CONDA_PREFIX/bin/python, on Windows $CONDA_PREFIX\python.exe,
+// if it exists) > the "python3" kernelspec > `python3` on PATH (on Windows
+// also `python`), passing over the tool envs' folders that uvx puts first
+// on PATH.
 //
 // For interpreter choices it calls Inspect, fails if that fails, returns
 // *MissingIPyKernelError when ipykernel is not importable, and uses
@@ -233,6 +239,13 @@ func (f finder) resolve(ctx context.Context, opts ResolveOptions) (Resolved, err
 	if p := f.getenv("PYTHON_MCP_INTERPRETER"); p != "" {
 		return use(p, "PYTHON_MCP_INTERPRETER")
 	}
+	if p := f.installedPython(opts); p != "" {
+		// An env without ipykernel (or whose python does not run) is
+		// passed over: the person did not name it.
+		if r, err := use(p, "installed-env"); err == nil {
+			return r, nil
+		}
+	}
 	if cp := f.getenv("CONDA_PREFIX"); cp != "" {
 		if p := envPython(cp); fileExists(p) {
 			return use(p, "conda")
@@ -252,8 +265,11 @@ func (f finder) resolve(ctx context.Context, opts ResolveOptions) (Resolved, err
 	}
 	var tried []string
 	for _, name := range pathPythonNames {
-		p, err := f.lookPath(name)
+		p, err := f.lookPathPython(name)
 		if err != nil {
+			if errors.Is(err, errOnlyToolEnvs) {
+				tried = append(tried, err.Error())
+			}
 			continue
 		}
 		r, err := use(p, "PATH")
@@ -293,9 +309,11 @@ func fileExists(p string) bool {
 }
 
 // Interpreters lists interpreters found: opts.Python ("flag"),
-// PYTHON_MCP_INTERPRETER, $CONDA_PREFIX, conda envs listed in
+// PYTHON_MCP_INTERPRETER, the installed env's python ("installed-env"),
+// $CONDA_PREFIX, conda envs listed in
 // ~/.conda/environments.txt, python3/python on PATH; de-duplicated by
-// resolved real path (first source wins); each Inspected, concurrently, and
+// resolved real path, and for a virtualenv's python also by its env (first
+// source wins); each Inspected, concurrently, and
 // skipped if that fails. Interpreters without ipykernel are included (with
 // IPyKernel ""). It does not search the file system beyond these places.
 func Interpreters(ctx context.Context, opts ResolveOptions) []Interpreter {
@@ -310,6 +328,11 @@ func (f finder) interpreters(ctx context.Context, opts ResolveOptions) []Interpr
 		key := c.Path
 		if real, err := filepath.EvalSymlinks(c.Path); err == nil {
 			key = real
+		}
+		// A virtualenv's python is a link to its base python but runs
+		// with the env's packages: it is an interpreter of its own.
+		if env := filepath.Dir(filepath.Dir(c.Path)); isPythonEnv(env) {
+			key += "\x00" + env
 		}
 		if seen[key] {
 			continue
@@ -361,6 +384,9 @@ func (f finder) candidates(opts ResolveOptions) []Interpreter {
 	if p := f.getenv("PYTHON_MCP_INTERPRETER"); p != "" {
 		cands = append(cands, cand{p, "PYTHON_MCP_INTERPRETER"})
 	}
+	if p := f.installedPython(opts); p != "" {
+		cands = append(cands, cand{p, "installed-env"})
+	}
 	if cp := f.getenv("CONDA_PREFIX"); cp != "" {
 		cands = append(cands, cand{envPython(cp), "conda"})
 	}
@@ -374,7 +400,7 @@ func (f finder) candidates(opts ResolveOptions) []Interpreter {
 		}
 	}
 	for _, name := range interpreterPATHNames {
-		if p, err := f.lookPath(name); err == nil {
+		if p, err := f.lookPathPython(name); err == nil {
 			cands = append(cands, cand{p, "PATH"})
 		}
 	}
