@@ -17,6 +17,9 @@ import (
 // experimental "uv" server type).
 const manifestVersion = "0.3"
 
+// iconPath is the icon's place in the bundle.
+const iconPath = "icon.png"
+
 // repoURL is the project's home, given as repository and homepage.
 const repoURL = "https://github.com/kernel-mcp/kernel-mcp"
 
@@ -34,6 +37,7 @@ type manifest struct {
 	Homepage        string        `json:"homepage"`
 	Documentation   string        `json:"documentation"`
 	Support         string        `json:"support"`
+	Icon            string        `json:"icon"`
 	Server          server        `json:"server"`
 	Tools           []tool        `json:"tools"`
 	ToolsGenerated  bool          `json:"tools_generated"`
@@ -155,6 +159,7 @@ func newManifest(version string, tools []tool) manifest {
 		Homepage:      repoURL,
 		Documentation: repoURL + "/blob/main/docs/bundle.md",
 		Support:       repoURL + "/issues",
+		Icon:          iconPath,
 		Server: server{
 			Type:       "binary",
 			EntryPoint: serverPaths["darwin"],

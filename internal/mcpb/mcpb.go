@@ -64,8 +64,8 @@ var platforms = []string{"darwin", "win32", "linux"}
 // neededBinaries are the Options.Binaries keys Build uses.
 var neededBinaries = []string{"darwin-amd64", "darwin-arm64", "linux-amd64", "windows-amd64"}
 
-// Build lays the bundle out in o.Work/bundle (manifest.json and the
-// binaries), validates the manifest and packs it with the mcpb CLI, then
+// Build lays the bundle out in o.Work/bundle (manifest.json, icon.png and
+// the binaries), validates the manifest and packs it with the mcpb CLI, then
 // rewrites the archive deterministically to o.Out (mcpb pack stamps every
 // entry with the current time) and checks the written file with mcpb
 // unpack and validate. It fails, writing no o.Out, when a binary is
@@ -98,7 +98,11 @@ func Build(ctx context.Context, o Options) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("mcpb: %w", err)
 	}
-	files := map[string][]byte{"manifest.json": manifest}
+	png, err := icon()
+	if err != nil {
+		return fmt.Errorf("mcpb: drawing the icon: %w", err)
+	}
+	files := map[string][]byte{"manifest.json": manifest, iconPath: png}
 	fat, err := universal(o.Binaries["darwin-amd64"], o.Binaries["darwin-arm64"])
 	if err != nil {
 		return fmt.Errorf("mcpb: %w", err)

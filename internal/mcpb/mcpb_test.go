@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -20,10 +21,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// binaries are kernel-mcp built once for the bundle's platforms (TestMain).
+// binaries are kernel-mcp built once for the bundle's platforms (TestMain);
+// buildError is why they could not be, which fails every test that needs
+// them.
 var (
 	binaries   map[string]string
 	buildError error
@@ -36,7 +40,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binaries, buildError = buildBinaries(dir)
-	code := m.Run()
+	// No goroutine (of the in-process server that lists the tools) or
+	// kernel outlives the tests.
+	code := ipytest.Main(m, "mcpb")
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -126,7 +132,9 @@ var epoch = time.Date(2026, 11, 30, 12, 34, 56, 0, time.UTC)
 // build builds the bundle into a fresh directory and returns its path.
 func build(t *testing.T, cli string) string {
 	t.Helper()
-	need(t, "cross-built kernel-mcp binaries", buildError)
+	if buildError != nil {
+		t.Fatal(buildError)
+	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "dist", "kernel-mcp-0.0.1.mcpb")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -166,6 +174,7 @@ type bundleManifest struct {
 	ManifestVersion string `json:"manifest_version"`
 	Name            string `json:"name"`
 	Version         string `json:"version"`
+	Icon            string `json:"icon"`
 	Server          struct {
 		Type       string `json:"type"`
 		EntryPoint string `json:"entry_point"`
@@ -217,12 +226,12 @@ func TestBundle(t *testing.T) {
 	}
 
 	t.Run("validates", func(t *testing.T) {
+		// validate checks the icon beside the manifest too.
 		dir := t.TempDir()
-		p := filepath.Join(dir, "manifest.json")
-		if err := os.WriteFile(p, files["manifest.json"], 0o644); err != nil {
-			t.Fatal(err)
+		if out, err := exec.Command(cli, "unpack", first, dir).CombinedOutput(); err != nil {
+			t.Fatalf("mcpb unpack: %v\n%s", err, out)
 		}
-		if out, err := exec.Command(cli, "validate", p).CombinedOutput(); err != nil {
+		if out, err := exec.Command(cli, "validate", filepath.Join(dir, "manifest.json")).CombinedOutput(); err != nil {
 			t.Fatalf("mcpb validate: %v\n%s", err, out)
 		}
 		if m.ManifestVersion != "0.3" || m.Name != "kernel-mcp" || m.Version != "0.0.1" || m.Server.Type != "binary" {
@@ -256,6 +265,13 @@ func TestBundle(t *testing.T) {
 				t.Errorf("%s: mode %v, want -rwxr-xr-x", name, mode)
 			}
 			checkFormat(t, platform, data)
+		}
+		// The icon mcpb validate checked for being a PNG: 512 px square.
+		named[m.Icon] = true
+		if cfg, err := png.DecodeConfig(bytes.NewReader(files[m.Icon])); err != nil || cfg.Width != 512 || cfg.Height != 512 {
+			t.Errorf("icon %q: %v, %dx%d, want a 512x512 PNG", m.Icon, err, cfg.Width, cfg.Height)
+		} else if mode := entries[m.Icon].Mode(); mode != 0o644 {
+			t.Errorf("%s: mode %v, want -rw-r--r--", m.Icon, mode)
 		}
 		if ep := m.Server.EntryPoint; !named[ep] || m.Server.MCPConfig.Command != "${__dirname}/"+ep {
 			t.Errorf("entry_point %q, command %q: not one of the platforms' binaries", ep, m.Server.MCPConfig.Command)
@@ -530,7 +546,9 @@ func errorOutput(err error) []byte {
 // TestBuildRefusesWrongBinary: a binary for the wrong platform is a clear
 // error naming it, and no bundle is written.
 func TestBuildRefusesWrongBinary(t *testing.T) {
-	need(t, "cross-built kernel-mcp binaries", buildError)
+	if buildError != nil {
+		t.Fatal(buildError)
+	}
 	wrong := map[string]string{}
 	for k, v := range binaries {
 		wrong[k] = v
