@@ -42,11 +42,15 @@ type Options struct {
 	Binaries map[string]string
 	// Out is the path of the .mcpb file to write.
 	Out string
-	// Work is a scratch directory Build may fill and leaves behind.
+	// Work is a scratch directory Build may fill and leaves behind: it
+	// replaces Work/bundle (the laid-out bundle), Work/packed.mcpb (mcpb
+	// pack's archive) and Work/unpacked (mcpb unpack's check).
 	Work string
 	// CLI is the path of the mcpb command (packaging/mcpb/node_modules/.bin/mcpb).
 	CLI string
-	// Epoch is the timestamp every file in the archive gets.
+	// Epoch is the timestamp every file in the archive gets (a zip entry's
+	// time counts in two-second steps from 1980; earlier times, the zero
+	// Time too, become 1980-01-01).
 	Epoch time.Time
 }
 
@@ -164,8 +168,11 @@ func writeTree(dir string, files map[string][]byte, epoch time.Time) error {
 		if err := os.Chtimes(p, epoch, epoch); err != nil {
 			return err
 		}
-		for d := filepath.Dir(p); len(d) >= len(dir); d = filepath.Dir(d) {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 			dirs = append(dirs, d)
+			if d == dir || d == filepath.Dir(d) {
+				break
+			}
 		}
 	}
 	slices.Sort(dirs)

@@ -2,6 +2,7 @@ package mcpb
 
 import (
 	"archive/zip"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -98,7 +99,7 @@ func rewriteZip(src, dst string, files map[string][]byte, epoch time.Time) error
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.Name, err)
 		}
-		if string(data) != string(files[f.Name]) {
+		if !bytes.Equal(data, files[f.Name]) {
 			return fmt.Errorf("%s: archived contents differ from the file laid out", f.Name)
 		}
 	}
