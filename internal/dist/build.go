@@ -148,6 +148,9 @@ func build(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	if msg, err := exec.CommandContext(ctx, o.Python, "-c", "import hatchling").CombinedOutput(); err != nil {
+		return fmt.Errorf("-python %s cannot build the wheels: %v %s(make dist-venv installs hatchling)", o.Python, err, msg)
+	}
 	if err := cleanOut(o.Out); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 func main() {
@@ -50,10 +51,21 @@ func run(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: dist takes only flags", fs.Args())
 	}
+	// The tools run in other folders (hatchling in packaging/python): every
+	// path given becomes absolute.
+	for _, p := range []*string{&o.Root, &o.Out, &o.Work, &o.MCPB, &o.Python} {
+		if *p == "" || (p == &o.Python && !strings.ContainsRune(*p, filepath.Separator) && !strings.ContainsRune(*p, '/')) {
+			continue // a command name, looked up on PATH
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
 	if o.MCPB == "" {
 		o.MCPB = filepath.Join(o.Root, "packaging", "mcpb", "node_modules", ".bin", "mcpb")
 	}
-	var err error
 	if *epoch != "" {
 		sec, err := strconv.ParseInt(*epoch, 10, 64)
 		if err != nil || sec < minEpoch {
@@ -62,9 +74,6 @@ func run(ctx context.Context, args []string) error {
 		o.Epoch = epochTime(sec)
 	} else {
 		o.Epoch = commitTime(ctx, o.Root)
-	}
-	if o.Root, err = filepath.Abs(o.Root); err != nil {
-		return err
 	}
 	return build(ctx, o)
 }

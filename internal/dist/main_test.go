@@ -225,8 +225,9 @@ func TestReadVersion(t *testing.T) {
 }
 
 // An out folder holding anything but release files is refused before any
-// build, and earlier release files are replaced.
-func TestCleanOut(t *testing.T) {
+// build, and earlier release files are replaced; bad flags and a Python
+// without hatchling stop the build before it starts.
+func TestBadInput(t *testing.T) {
 	out := t.TempDir()
 	for _, name := range []string{"SHA256SUMS", "kernel-mcp_0.5.0_linux_amd64.tar.gz", "kernel_mcp-0.5.0-py3-none-win_amd64.whl", "kernel-mcp-0.5.0.mcpb"} {
 		if err := os.WriteFile(filepath.Join(out, name), nil, 0o644); err != nil {
@@ -250,8 +251,20 @@ func TestCleanOut(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "-epoch / SOURCE_DATE_EPOCH \"12\"") {
 		t.Errorf("-epoch 12: %v", err)
 	}
-	err = run(context.Background(), []string{"-root", repoRoot(t), "-out", out})
+	err = run(context.Background(), []string{"-root", repoRoot(t), "-out", out, "-python", distPython()})
 	if err == nil || !strings.Contains(err.Error(), "not release files") {
 		t.Errorf("a build into a folder with notes.txt: %v", err)
+	}
+	// A Python without hatchling stops the build before anything is built;
+	// a relative path is made absolute, since hatchling runs in another
+	// folder.
+	empty := t.TempDir()
+	err = run(context.Background(), []string{"-root", repoRoot(t), "-out", empty, "-python", filepath.Join("no-venv", "bin", "python")})
+	abs, _ := filepath.Abs(filepath.Join("no-venv", "bin", "python"))
+	if err == nil || !strings.Contains(err.Error(), "-python "+abs+" cannot build the wheels") {
+		t.Errorf("-python no-venv/bin/python: %v", err)
+	}
+	if left, _ := os.ReadDir(empty); len(left) != 0 {
+		t.Errorf("a build without hatchling wrote %v", left)
 	}
 }
