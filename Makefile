@@ -6,18 +6,28 @@ STATICCHECK_VERSION ?= v0.8.2
 # The Python whose ipykernel runs user code: PYTHON_MCP_INTERPRETER if set.
 PYTHON ?= $(or $(PYTHON_MCP_INTERPRETER),python3)
 
-.PHONY: all build run test vet staticcheck cross tracked bench fuzz clean
+# The one version: VERSION, which --version reports.
+VERSION := $(shell cat VERSION)
+LDFLAGS := -X main.version=$(VERSION)
+
+# The release build's Python tools (packaging/python/build-requirements.txt:
+# hatchling for the wheels, uv for their tests), in a venv of their own,
+# which .ci/run makes.
+DIST_VENV ?= $(or $(KERNEL_MCP_TEST_DIST_VENV),$(HOME)/.cache/kernel-mcp/venv-dist)
+DIST_PYTHON ?= $(DIST_VENV)/bin/python
+
+.PHONY: all build run test vet staticcheck cross tracked bench fuzz clean dist dist-venv
 
 all: build
 
 build:
-	$(GO) build -o bin/kernel-mcp ./cmd/kernel-mcp
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kernel-mcp ./cmd/kernel-mcp
 
 # Run the server over stdio, first installing ipykernel for $(PYTHON) if it
 # is missing. Extra flags: make run ARGS="--transport streamable-http".
 # Over stdio, stdout is the protocol stream: everything else goes to stderr.
 run:
-	@$(GO) build -o bin/kernel-mcp ./cmd/kernel-mcp 1>&2
+	@$(GO) build -ldflags "$(LDFLAGS)" -o bin/kernel-mcp ./cmd/kernel-mcp 1>&2
 	@$(PYTHON) -c 'import ipykernel' 2>/dev/null || $(PYTHON) -m pip install ipykernel 1>&2
 	@PYTHON_MCP_INTERPRETER=$$($(PYTHON) -c 'import sys; print(sys.executable)') ./bin/kernel-mcp $(ARGS)
 
@@ -62,5 +72,18 @@ test: tracked vet staticcheck cross
 bench:
 	$(GO) run ./bench/mcpbench
 
+# The release files, reproducibly, into dist/: the archives, the wheels, the
+# Claude Desktop bundle and SHA256SUMS (internal/dist; every binary gets
+# -X main.version=$(VERSION) there). Timestamps: SOURCE_DATE_EPOCH, else the
+# commit time of HEAD. docs/install.md says what the release workflow adds.
+dist: $(DIST_PYTHON)
+	$(GO) run ./internal/dist -out dist -python $(DIST_PYTHON)
+
+dist-venv: $(DIST_PYTHON)
+
+$(DIST_PYTHON):
+	python3 -m venv $(DIST_VENV)
+	$(DIST_PYTHON) -m pip install --disable-pip-version-check -q -r packaging/python/build-requirements.txt
+
 clean:
-	rm -rf bin
+	rm -rf bin dist
