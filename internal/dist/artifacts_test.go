@@ -118,9 +118,10 @@ func checkBinary(t *testing.T, what string, b []byte, want platform) {
 		default:
 			goarch = f.Cpu.String()
 		}
-		// The wheel tags say macOS 11: the binary must not need a newer one.
-		if minos := machoMinOS(f); minos == 0 || minos > 11<<16 {
-			t.Errorf("%s: needs macOS %d.%d (LC_BUILD_VERSION), above the tag's 11.0", what, minos>>16, minos>>8&0xff)
+		// The wheel tags say macOS 12 (Go 1.25 and later need it): the
+		// binary must not need a newer one.
+		if minos := machoMinOS(f); minos == 0 || minos > 12<<16 {
+			t.Errorf("%s: needs macOS %d.%d (LC_BUILD_VERSION), above the tag's 12.0", what, minos>>16, minos>>8&0xff)
 		}
 	} else if f, err := pe.NewFile(r); err == nil {
 		goos = "windows"
@@ -167,8 +168,9 @@ func machoMinOS(f *macho.File) uint32 {
 	const lcBuildVersion = 0x32
 	for _, l := range f.Loads {
 		raw := l.Raw()
-		if len(raw) >= 12 && f.ByteOrder.Uint32(raw) == lcBuildVersion {
-			return f.ByteOrder.Uint32(raw[8:12])
+		// cmd, cmdsize, platform, minos, ...
+		if len(raw) >= 16 && f.ByteOrder.Uint32(raw) == lcBuildVersion {
+			return f.ByteOrder.Uint32(raw[12:16])
 		}
 	}
 	return 0

@@ -54,14 +54,14 @@ var platforms = []platform{
 }
 
 // wheelTags maps each wheel's platform tag to the binary it holds. Go 1.26
-// needs macOS 11 and builds static Linux binaries (CGO_ENABLED=0), which
+// needs macOS 12 and builds static Linux binaries (CGO_ENABLED=0), which
 // run on glibc and musl alike.
 var wheelTags = []struct {
 	Tag string
 	platform
 }{
-	{"macosx_11_0_arm64", platform{"darwin", "arm64"}},
-	{"macosx_11_0_x86_64", platform{"darwin", "amd64"}},
+	{"macosx_12_0_arm64", platform{"darwin", "arm64"}},
+	{"macosx_12_0_x86_64", platform{"darwin", "amd64"}},
 	{"manylinux_2_17_aarch64", platform{"linux", "arm64"}},
 	{"manylinux_2_17_x86_64", platform{"linux", "amd64"}},
 	{"musllinux_1_2_aarch64", platform{"linux", "arm64"}},

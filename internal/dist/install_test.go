@@ -240,7 +240,7 @@ func TestPipRefusesOtherPlatforms(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	mac := filepath.Join(out, fmt.Sprintf("kernel_mcp-%s-py3-none-macosx_11_0_arm64.whl", version(t)))
+	mac := filepath.Join(out, fmt.Sprintf("kernel_mcp-%s-py3-none-macosx_12_0_arm64.whl", version(t)))
 	cmd := exec.Command("python3", "-m", "pip", "install", "--dry-run", "--no-deps", "--target", t.TempDir(), mac)
 	cmd.Env = env
 	b, err := cmd.CombinedOutput()
