@@ -15,7 +15,7 @@ import (
 // server's own tools hold to the same rule as the kernel: a path resolves
 // inside the session's working directory, or, for reads only, inside a
 // Sandbox.ReadOnly path. Sessions that give no cwd share the server's work
-// directory (Config.WorkDir, else StateDir/work), so that any warm kernel
+// directory (StateDir/work), so that any warm kernel
 // fits any session.
 
 // Access says what a tool does with a path.
@@ -26,24 +26,21 @@ const (
 	WriteAccess
 )
 
-// initSandbox prepares the work directory under --sandbox: Config.WorkDir,
-// else StateDir/work, or a temporary directory removed by Close when
-// histories are kept in memory only.
+// initSandbox prepares the work directory under --sandbox: StateDir/work,
+// or a temporary directory removed by Close when histories are kept in
+// memory only. Config.WorkDir is refused with the sandbox.
 func (s *Engine) initSandbox() error {
 	if s.cfg.Sandbox == nil {
 		return nil
 	}
-	var dir string
 	if s.cfg.WorkDir != "" {
-		abs, err := filepath.Abs(s.cfg.WorkDir)
-		if err != nil {
-			return fmt.Errorf("sandbox work directory: %w", err)
-		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return fmt.Errorf("sandbox work directory %s is not a directory", abs)
-		}
-		dir = abs
-	} else if s.cfg.StateDir != "" {
+		// A folder the kernels write in must hold nothing else of the
+		// server's or the person's: the state directory, a home or the
+		// interpreter could be inside a folder given here.
+		return fmt.Errorf("a work directory (%s) cannot be used with the sandbox: sandboxed kernels write only in the state directory's work folder", s.cfg.WorkDir)
+	}
+	var dir string
+	if s.cfg.StateDir != "" {
 		// Absolute: the kernels' sandbox binds it, and bwrap takes a
 		// relative path against its new root.
 		abs, err := filepath.Abs(s.cfg.StateDir)

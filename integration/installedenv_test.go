@@ -16,7 +16,11 @@ import (
 // and the binary's path there.
 func venvWithServer(t *testing.T, systemSite bool) (env, bin string) {
 	t.Helper()
-	env = filepath.Join(t.TempDir(), "env")
+	tmp, err := filepath.EvalSymlinks(t.TempDir()) // the server reports resolved paths (macOS: /private/var)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = filepath.Join(tmp, "env")
 	args := []string{"-m", "venv", "--without-pip"}
 	if systemSite {
 		args = append(args, "--system-site-packages")

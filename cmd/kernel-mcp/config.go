@@ -359,8 +359,8 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	if err := parseUsers(&cfg, get); err != nil {
 		return config{}, err
 	}
-	if cfg.WorkDir != "" && cfg.Sandbox && cfg.TokensFile != "" {
-		return config{}, invalid("workdir", cfg.WorkDir, "cannot be used with --sandbox and --tokens-file: each user's kernels write in a work folder of their own")
+	if cfg.WorkDir != "" && cfg.Sandbox {
+		return config{}, invalid("workdir", cfg.WorkDir, "cannot be used with --sandbox: sandboxed kernels write only in <state dir>/work, a folder that holds nothing else (a workdir could hold the state dir, a home or the interpreter); read data in place with --sandbox-allow")
 	}
 	if err := parseUI(&cfg, get); err != nil {
 		return config{}, err

@@ -212,7 +212,7 @@ func TestParseConfigInvalid(t *testing.T) {
 		{name: "gateway with python", args: []string{"--gateway-url", "http://gw", "--python", "/usr/bin/python3"}, want: []string{"--python", "cannot be used with --gateway-url"}},
 		{name: "gateway with memory limit", env: map[string]string{"KERNEL_MCP_GATEWAY_URL": "http://gw", "KERNEL_MCP_MEMORY_LIMIT": "1G"}, want: []string{"--memory-limit", "cannot be used with --gateway-url"}},
 		{name: "gateway with workdir", env: map[string]string{"KERNEL_MCP_GATEWAY_URL": "http://gw", "KERNEL_MCP_WORKDIR": "/srv"}, want: []string{"--workdir", "KERNEL_MCP_WORKDIR", "cannot be used with --gateway-url"}},
-		{name: "workdir with sandbox and users", args: []string{"--workdir", "/srv", "--sandbox", "--transport", "sse", "--tokens-file", "/etc/t"}, want: []string{"--workdir", "each user's kernels"}},
+		{name: "workdir with sandbox", args: []string{"--workdir", "/srv", "--sandbox"}, want: []string{"--workdir", "cannot be used with --sandbox", "--sandbox-allow"}},
 		{name: "gateway token alone", args: []string{"--gateway-token", "t"}, want: []string{"--gateway-token", "needs --gateway-url"}},
 		{name: "unknown tool", args: []string{"--tools", "run_code,rm_rf"}, want: []string{"--tools", "KERNEL_MCP_TOOLS", `"rm_rf"`, "minimal, standard"}},
 		{name: "no tools", env: map[string]string{"KERNEL_MCP_TOOLS": ","}, want: []string{"--tools", "no tools named"}},

@@ -35,7 +35,7 @@ var settings = []setting{
 	{"client-idle-timeout", "KERNEL_MCP_CLIENT_IDLE_TIMEOUT", "1800", "seconds an HTTP client's MCP session may send nothing before the server forgets it (its kernel sessions and runs stay); 0 means never"},
 	{"output-limit", "KERNEL_MCP_OUTPUT_LIMIT", "20000", "characters of output per result; longer output is cut in the middle"},
 	{"state-dir", "KERNEL_MCP_STATE_DIR", "", "directory where session histories are kept; 'none' keeps them in memory only"},
-	{"workdir", "KERNEL_MCP_WORKDIR", "the server's working directory; with --sandbox <state-dir>/work", "existing directory where sessions created without a cwd work, and that a relative cwd is taken against; with --sandbox, the folder the kernels may write in"},
+	{"workdir", "KERNEL_MCP_WORKDIR", "the server's working directory", "existing directory where sessions created without a cwd work, and that a relative cwd is taken against; not with --sandbox"},
 	{"log-level", "KERNEL_MCP_LOG_LEVEL", "info", "log level on stderr: debug, info, warn or error"},
 	{"memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "0", "address-space limit (RLIMIT_AS) of each kernel in bytes, with an optional K, M or G suffix (2G, 512M); 0 means none; Linux only"},
 	{"max-sessions", "KERNEL_MCP_MAX_SESSIONS", "0", "most sessions with a running kernel at once; 0 means unlimited"},

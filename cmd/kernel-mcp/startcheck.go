@@ -48,10 +48,19 @@ func checkPython(ctx context.Context, cfg config) error {
 			cfg.PythonFrom, cfg.Python, oneLine(err.Error()))
 	}
 	if in.IPyKernel == "" {
-		return fmt.Errorf("%s (%s) has no ipykernel; install it with: %s -m pip install ipykernel", in.Path, cfg.PythonFrom, in.Path)
+		return fmt.Errorf("%s (%s) has no ipykernel; install it with: %s -m pip install ipykernel", in.Path, cfg.PythonFrom, quoteArg(in.Path))
 	}
 	return nil
 }
 
 // oneLine puts s on one line, each run of white space one space.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// quoteArg quotes a path with spaces or quotes for a shell, so that the
+// command shown can be pasted as it is.
+func quoteArg(p string) string {
+	if !strings.ContainsAny(p, " \t'\"") {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}

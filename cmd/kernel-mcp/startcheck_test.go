@@ -184,3 +184,16 @@ func TestRunWorkDir(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// The pip command shown for a path with spaces can be pasted as it is.
+func TestQuoteArg(t *testing.T) {
+	for in, want := range map[string]string{
+		"/usr/bin/python3":          "/usr/bin/python3",
+		"/Users/a b/env/bin/python": "'/Users/a b/env/bin/python'",
+		"/tmp/it's/python":          `'/tmp/it'\''s/python'`,
+	} {
+		if got := quoteArg(in); got != want {
+			t.Errorf("quoteArg(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

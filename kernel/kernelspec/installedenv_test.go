@@ -56,7 +56,7 @@ func fakeEnv(t *testing.T, env string, markers []string, pythons []string) strin
 // pick. Nothing is run.
 func TestInstalledEnvPython(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
+	root := realTempDir(t)
 	home := filepath.Join(root, "home")
 	getenv := mapEnv(map[string]string{
 		"HOME": home, "LOCALAPPDATA": filepath.Join(home, "AppData", "Local"),
@@ -139,7 +139,7 @@ func makeVenv(t *testing.T, dir string, args ...string) (env, exe string) {
 func TestResolveInstalledEnv(t *testing.T) {
 	needPython(t)
 	t.Parallel()
-	root := t.TempDir()
+	root := realTempDir(t)
 	withIPy, withExe := makeVenv(t, filepath.Join(root, "with"), "--system-site-packages")
 	noIPy, noExe := makeVenv(t, filepath.Join(root, "without"))
 	tool, toolExe := makeVenv(t, filepath.Join(root, "tool"), "--system-site-packages")
@@ -228,7 +228,7 @@ func TestResolveInstalledEnv(t *testing.T) {
 func TestResolvePassesOverToolEnvOnPath(t *testing.T) {
 	needUnixScripts(t)
 	t.Parallel()
-	root := t.TempDir()
+	root := realTempDir(t)
 	uvx, uvxExe := makeVenv(t, filepath.Join(root, "cache", "archive-v0", "W9aarg73oVDAKXKm"))
 	good := filepath.Join(root, "good", "python3")
 	if err := os.MkdirAll(filepath.Dir(good), 0o755); err != nil {
@@ -269,4 +269,16 @@ func TestResolvePassesOverToolEnvOnPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// realTempDir is t.TempDir with its symlinks resolved (macOS's /var is
+// /private/var; Windows may give a short 8.3 name): the code under test
+// returns resolved paths.
+func realTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
