@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -89,6 +90,13 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out])
 	}
 	if cellTools[t.Name] {
 		t.Meta = cellMeta()
+	}
+	if t.OutputSchema == nil {
+		// The structured content's fields are documented in docs/tools.md;
+		// the schema inferred from Out cost more characters of tools/list
+		// than every description together, and no client shows it to the
+		// model.
+		t.OutputSchema = &jsonschema.Schema{Type: "object"}
 	}
 	if queuedTools[t.Name] {
 		// A queued call acts in the order it was sent: nothing it does,
