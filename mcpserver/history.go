@@ -90,7 +90,7 @@ type BlockSummary struct {
 	Block          int        `json:"block"` // 1-based number in the history it was taken from
 	Status         string     `json:"status"`
 	ExecutionCount int        `json:"execution_count"`
-	Result         string     `json:"result"`
+	Result         string     `json:"result,omitempty"`
 	Error          *ErrorInfo `json:"error,omitempty"`
 }
 
