@@ -30,7 +30,7 @@ func TestToolsListBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("--tools %s: %d tools, tools/list %d characters (budget %d)", tc.profile, len(got), len(b), tc.budget)
+			t.Logf("--tools %s: %d tools, tools/list %d characters (budget %d); instructions %d characters", tc.profile, len(got), len(b), tc.budget, len(instructions(Config{})))
 			if len(b) > tc.budget {
 				t.Errorf("tools/list with --tools %s is %d characters, more than %d", tc.profile, len(b), tc.budget)
 			}
