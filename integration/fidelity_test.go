@@ -220,7 +220,7 @@ func viewRun(res *mcp.CallToolResult, out runOutput, cwd string) cellView {
 		Stderr:         normalise(out.Stderr, cwd),
 		Result:         normalise(out.Result, cwd),
 	}
-	for _, e := range out.Errors {
+	for _, e := range out.shownErrors() {
 		v.Errors = append(v.Errors, normalise(e.EName+": "+e.EValue, cwd))
 	}
 	for _, d := range out.Displays {

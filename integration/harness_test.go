@@ -227,6 +227,24 @@ type runOutput struct {
 	Note      string `json:"note"`
 }
 
+// errorName is the part of an error that shownErrors returns.
+type errorName struct{ EName, EValue string }
+
+// shownErrors are the tracebacks a cell showed, in order: errors when the
+// result has it, else the one error (a result names a traceback once). An
+// error without a traceback was the reply's alone (IPython's UsageError, a
+// kernel that died): the cell showed none.
+func (o runOutput) shownErrors() []errorName {
+	var n []errorName
+	for _, e := range o.Errors {
+		n = append(n, errorName{e.EName, e.EValue})
+	}
+	if len(n) == 0 && o.Error != nil && o.Error.Traceback != "" {
+		n = append(n, errorName{o.Error.EName, o.Error.EValue})
+	}
+	return n
+}
+
 func structured[T any](t testing.TB, res *mcp.CallToolResult) T {
 	t.Helper()
 	var v T

@@ -35,62 +35,62 @@ const (
 
 // GetValueInput is the input of get_value.
 type GetValueInput struct {
-	SessionID  string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Expression string `json:"expression" jsonschema:"a Python expression evaluated in the session's namespace, e.g. df.head(3) or model.params"`
+	SessionID  string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Expression string `json:"expression" jsonschema:"Python expression, e.g. model.params"`
 }
 
 // CompleteInput is the input of complete.
 type CompleteInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 	Code      string `json:"code" jsonschema:"the code being written"`
-	CursorPos *int   `json:"cursor_pos,omitempty" jsonschema:"cursor position in characters (default: the end of code)"`
+	CursorPos *int   `json:"cursor_pos,omitempty" jsonschema:"cursor offset in characters (default: end)"`
 }
 
 // InspectInput is the input of inspect.
 type InspectInput struct {
-	SessionID   string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Code        string `json:"code" jsonschema:"code containing the name to look up, e.g. pd.read_csv"`
-	CursorPos   *int   `json:"cursor_pos,omitempty" jsonschema:"cursor position in characters (default: the end of code)"`
-	DetailLevel int    `json:"detail_level,omitempty" jsonschema:"0 (signature and docstring) or 1 (also the source, where available)"`
+	SessionID   string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Code        string `json:"code" jsonschema:"code with the name, e.g. pd.read_csv"`
+	CursorPos   *int   `json:"cursor_pos,omitempty" jsonschema:"cursor offset in characters (default: end)"`
+	DetailLevel int    `json:"detail_level,omitempty" jsonschema:"0 docstring, 1 also source"`
 }
 
 // SaveFigureInput is the input of save_figure.
 type SaveFigureInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Path      string `json:"path" jsonschema:"file to write; missing folders are created; relative to the session's working directory"`
-	Index     int    `json:"index,omitempty" jsonschema:"which image, counting back from the latest: 1 (default) is the latest, 2 the one before"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Path      string `json:"path" jsonschema:"file to write, relative to the session's working directory"`
+	Index     int    `json:"index,omitempty" jsonschema:"1 (default) the latest image, 2 the one before"`
 }
 
 // LoadDataInput is the input of load_data.
 type LoadDataInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Path      string `json:"path" jsonschema:"the data file, relative to the session's working directory or absolute"`
-	Name      string `json:"name,omitempty" jsonschema:"the variable to load it into (default df)"`
-	Format    string `json:"format,omitempty" jsonschema:"csv, tsv, parquet, excel, json or jsonl (default: from the file's extension)"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Path      string `json:"path" jsonschema:"data file, relative to the session's working directory"`
+	Name      string `json:"name,omitempty" jsonschema:"variable to load into (default df)"`
+	Format    string `json:"format,omitempty" jsonschema:"csv, tsv, parquet, excel, json, jsonl (default: by extension)"`
 }
 
 // DataNameInput names a DataFrame in a session.
 type DataNameInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Name      string `json:"name,omitempty" jsonschema:"the DataFrame variable (default df)"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Name      string `json:"name,omitempty" jsonschema:"DataFrame variable (default df)"`
 }
 
 // EstimateOLSInput is the input of estimate_ols.
 type EstimateOLSInput struct {
-	SessionID string   `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Name      string   `json:"name,omitempty" jsonschema:"the DataFrame variable (default df)"`
-	Y         string   `json:"y" jsonschema:"the dependent column"`
-	X         []string `json:"x" jsonschema:"the regressor columns (a constant is added)"`
-	Robust    bool     `json:"robust,omitempty" jsonschema:"heteroskedasticity-robust (HC3) standard errors"`
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Name      string   `json:"name,omitempty" jsonschema:"DataFrame variable (default df)"`
+	Y         string   `json:"y" jsonschema:"dependent column"`
+	X         []string `json:"x" jsonschema:"regressor columns (a constant is added)"`
+	Robust    bool     `json:"robust,omitempty" jsonschema:"HC3 robust standard errors"`
 }
 
 // PlotDataInput is the input of plot_data.
 type PlotDataInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Name      string `json:"name,omitempty" jsonschema:"the DataFrame variable (default df)"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Name      string `json:"name,omitempty" jsonschema:"DataFrame variable (default df)"`
 	Kind      string `json:"kind" jsonschema:"line, scatter, hist, bar or box"`
-	X         string `json:"x,omitempty" jsonschema:"the column on the x axis (scatter needs it; line and bar default to the index); for box, draws one box of y per value of x (at most 30); hist takes none"`
-	Y         string `json:"y,omitempty" jsonschema:"the column to plot (scatter, and box with x, need it; default: every numeric column)"`
+	X         string `json:"x,omitempty" jsonschema:"x column (scatter needs it; default the index); box: one box of y per x value"`
+	Y         string `json:"y,omitempty" jsonschema:"column to plot (default: every numeric one)"`
 }
 
 // Outputs.
@@ -186,15 +186,15 @@ type EstimateOLSOutput struct {
 
 func (s *Server) addDataTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate a Python expression in a session and return its value as real JSON (structured content): numbers, strings, lists, dicts, datetimes (ISO strings), numpy arrays and scalars, pandas DataFrames ({columns, index, records}) and Series ({name, index, values}); NaN and NaT become null. Names the type when a value cannot be converted.", OutputSchema: getValueSchema()}, s.getValue)
-	addTool(s, &mcp.Tool{Name: "list_variables", Description: "The user's variables in a session: name, type, shape or length, dtype and a short repr (modules, builtins and _names left out). Fast even with huge objects: nothing is printed whole.", Annotations: ro}, s.listVariables)
-	addTool(s, &mcp.Tool{Name: "complete", Description: "Code completions from the session's kernel at cursor_pos (default: the end of code), e.g. code \"import os; os.pa\" offers os.path.", Annotations: ro}, s.complete)
-	addTool(s, &mcp.Tool{Name: "inspect", Description: "The kernel's help for the name at cursor_pos (default: the end of code): signature and docstring, like obj? in Jupyter; detail_level 1 adds the source.", Annotations: ro}, s.inspect)
-	addTool(s, &mcp.Tool{Name: "save_figure", Description: "Write the latest image a session produced (or the index-th from the end) to a file, as produced (PNG, JPEG or SVG); missing folders are created."}, s.saveFigure)
-	addTool(s, &mcp.Tool{Name: "load_data", Description: "Load a CSV, TSV, Parquet, Excel or JSON file into a pandas DataFrame (variable name, default df) in the session, as ordinary code kept in the history; returns its shape, dtypes and first rows."}, s.loadData)
-	addTool(s, &mcp.Tool{Name: "describe_data", Description: "Summary statistics (count, mean, std, quartiles; top values for text columns) and missing values per column of a DataFrame in the session, run as ordinary code kept in the history. A DataFrame name that does not exist is refused with the closest names, and nothing runs."}, s.describeData)
-	addTool(s, &mcp.Tool{Name: "estimate_ols", Description: "Fit y on x (with a constant) by OLS with statsmodels in the session, as code kept in the history; the result stays in the variable model. Returns coefficients, standard errors, R², adjusted R², Durbin-Watson, Jarque-Bera and Breusch-Godfrey, and the full summary. The DataFrame and columns are checked first: a misspelt or non-numeric one is refused with the closest names, and nothing runs."}, s.estimateOLS)
-	addTool(s, &mcp.Tool{Name: "plot_data", Description: "Plot a DataFrame in the session (line, scatter, hist, bar or box) with pandas and matplotlib, as code kept in the history; returns the image. A box plot with x draws one box of y per value of x. The DataFrame and columns are checked first: a misspelt one is refused with the closest names, and nothing runs."}, s.plotData)
+	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate an expression and return its value as JSON (numpy, pandas included).", OutputSchema: getValueSchema()}, s.getValue)
+	addTool(s, &mcp.Tool{Name: "list_variables", Description: "The session's variables: name, type, shape, dtype and a short repr.", Annotations: ro}, s.listVariables)
+	addTool(s, &mcp.Tool{Name: "complete", Description: "Code completions from the kernel at cursor_pos.", Annotations: ro}, s.complete)
+	addTool(s, &mcp.Tool{Name: "inspect", Description: "The kernel's help (obj?) for the name at cursor_pos.", Annotations: ro}, s.inspect)
+	addTool(s, &mcp.Tool{Name: "save_figure", Description: "Write an image the session produced to a file, as produced."}, s.saveFigure)
+	addTool(s, &mcp.Tool{Name: "load_data", Description: "Load a data file into a pandas DataFrame; returns shape, dtypes, first rows."}, s.loadData)
+	addTool(s, &mcp.Tool{Name: "describe_data", Description: "Summary statistics and missing values of a DataFrame."}, s.describeData)
+	addTool(s, &mcp.Tool{Name: "estimate_ols", Description: "OLS of y on x with statsmodels (result in variable model): coefficients, errors, R², diagnostics."}, s.estimateOLS)
+	addTool(s, &mcp.Tool{Name: "plot_data", Description: "Plot a DataFrame with pandas and matplotlib; returns the image."}, s.plotData)
 }
 
 // getValueSchema is GetValueOutput's schema with value as an object schema

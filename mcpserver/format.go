@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -32,13 +33,15 @@ type RunOutput struct {
 	Stderr   string `json:"stderr"`
 	// Result is the last expression's text/plain value, empty if none.
 	Result   string    `json:"result"`
-	Displays []Display `json:"displays"`
+	Displays []Display `json:"displays,omitempty"`
 	// Error is the execute_reply's error: set when the cell failed.
 	Error *ErrorInfo `json:"error,omitempty"`
 	// Errors lists every traceback the cell showed, in order, whether it
 	// failed or not: a cell can show tracebacks and still succeed
 	// (showtraceback, %run of a failing script), and a failing one can
 	// show several (%pdb's StdinNotImplementedError after the error).
+	// On the wire it is left out when it only repeats Error (see
+	// MarshalJSON).
 	Errors    []ErrorInfo `json:"errors,omitempty"`
 	Truncated bool        `json:"truncated"`
 	ElapsedMS int64       `json:"elapsed_ms"`
@@ -64,7 +67,39 @@ type ErrorInfo struct {
 	EName     string `json:"ename"`
 	EValue    string `json:"evalue"`
 	Line      int    `json:"line,omitempty"`
-	Traceback string `json:"traceback"`
+	Traceback string `json:"traceback,omitempty"`
+}
+
+// MarshalJSON writes the structured content with each thing in it once,
+// since a client that passes structuredContent to the model passes all of
+// it: errors only when it holds more than the one traceback error has
+// (several, or one that a cell which succeeded showed), error without its
+// traceback when errors has it, and the last re-run block without the
+// result and traceback that the fields above give for it.
+func (o RunOutput) MarshalJSON() ([]byte, error) {
+	type plain RunOutput // without this method
+	p := plain(o)
+	if e := o.Error; e != nil {
+		switch {
+		case len(o.Errors) == 1 && e.same(o.Errors[0]):
+			p.Errors = nil
+		case slices.ContainsFunc(o.Errors, e.same):
+			c := *e
+			c.Traceback = ""
+			p.Error = &c
+		}
+	}
+	if n := len(o.Blocks); n > 0 {
+		p.Blocks = slices.Clone(o.Blocks)
+		last := &p.Blocks[n-1]
+		if last.Result == o.Result {
+			last.Result = ""
+		}
+		if e := last.Error; e != nil && o.Error != nil && e.EName == o.Error.EName && e.EValue == o.Error.EValue {
+			last.Error = &ErrorInfo{EName: e.EName, EValue: e.EValue, Line: e.Line}
+		}
+	}
+	return json.Marshal(p)
 }
 
 // cellLineRE finds the line of the code's own frame in an IPython traceback:

@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +118,76 @@ func TestRenderErrors(t *testing.T) {
 	want = []string{"Execution timed out.", "after"}
 	if !slices.Equal(got, want) || len(out.Errors) != 0 {
 		t.Errorf("timeout:\n got %q\nwant %q", got, want)
+	}
+}
+
+// The structured content holds each thing once: a failed cell's traceback
+// in error alone, several tracebacks in errors alone, an ok cell's shown
+// traceback in errors, and the last re-run block without the result and
+// traceback the top level gives.
+func TestRunOutputOnce(t *testing.T) {
+	zde := ErrorInfo{EName: "ZeroDivisionError", EValue: "division by zero", Line: 2, Traceback: "ZDE traceback"}
+	val := ErrorInfo{EName: "ValueError", EValue: "second", Line: 6, Traceback: "VE traceback"}
+	wire := func(o RunOutput) map[string]any {
+		t.Helper()
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range []string{"ZDE traceback", "VE traceback", "the kernel stopped"} {
+			if n := strings.Count(string(b), tb); n > 1 {
+				t.Errorf("%q %d times in %s", tb, n, b)
+			}
+		}
+		return m
+	}
+
+	m := wire(RunOutput{Status: "error", Error: &zde, Errors: []ErrorInfo{zde}})
+	if _, ok := m["errors"]; ok || m["error"].(map[string]any)["traceback"] != "ZDE traceback" {
+		t.Errorf("one error: %v", m)
+	}
+
+	m = wire(RunOutput{Status: "error", Error: &val, Errors: []ErrorInfo{zde, val}})
+	errs, _ := m["errors"].([]any)
+	if len(errs) != 2 || errs[1].(map[string]any)["traceback"] != "VE traceback" {
+		t.Errorf("two errors: %v", m)
+	}
+	if e := m["error"].(map[string]any); e["ename"] != "ValueError" || e["line"] != 6.0 || e["traceback"] != nil {
+		t.Errorf("two errors, the reply's: %v", e)
+	}
+
+	m = wire(RunOutput{Status: "ok", Errors: []ErrorInfo{zde}})
+	if errs, _ := m["errors"].([]any); len(errs) != 1 || m["error"] != nil {
+		t.Errorf("ok with a traceback: %v", m)
+	}
+
+	died := ErrorInfo{EName: "KernelDied", EValue: "kernel died", Traceback: "the kernel stopped"}
+	m = wire(RunOutput{Status: "error", Error: &died})
+	if m["error"].(map[string]any)["traceback"] != "the kernel stopped" {
+		t.Errorf("reply-only error: %v", m)
+	}
+
+	m = wire(RunOutput{Status: "error", Result: "", Error: &zde, Errors: []ErrorInfo{zde},
+		Blocks: []BlockSummary{{Block: 1, Status: "ok", Result: "41"}, {Block: 2, Status: "error", Error: &zde}}})
+	blocks := m["blocks"].([]any)
+	if b := blocks[0].(map[string]any); b["result"] != "41" {
+		t.Errorf("first block: %v", b)
+	}
+	if b := blocks[1].(map[string]any); b["error"].(map[string]any)["ename"] != "ZeroDivisionError" || b["error"].(map[string]any)["traceback"] != nil {
+		t.Errorf("last block: %v", b)
+	}
+	if m["error"].(map[string]any)["traceback"] != "ZDE traceback" {
+		t.Errorf("the top level keeps the traceback: %v", m)
+	}
+
+	// The Go value is left whole for the code that reads it.
+	o := RunOutput{Status: "error", Error: &zde, Errors: []ErrorInfo{zde}}
+	wire(o)
+	if len(o.Errors) != 1 || o.Error.Traceback == "" {
+		t.Errorf("MarshalJSON changed its receiver: %+v", o)
 	}
 }

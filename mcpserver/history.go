@@ -38,34 +38,34 @@ func transcriptOf(ss *engine.Session, start, end *int) string {
 
 // HistoryInput selects a slice of a session's history, Python-style.
 type HistoryInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Start     *int   `json:"start,omitempty" jsonschema:"first block, 0-based; negative counts from the end (Python slice rules)"`
-	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (exclusive); negative counts from the end"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Start     *int   `json:"start,omitempty" jsonschema:"first block (0-based slice; negative from the end)"`
+	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
 }
 
 // DeleteHistoryInput is the input of delete_history.
 type DeleteHistoryInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Start     *int   `json:"start" jsonschema:"first block to delete, 0-based; negative counts from the end"`
-	End       *int   `json:"end,omitempty" jsonschema:"block to stop before; without it only the block at start is deleted"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Start     *int   `json:"start" jsonschema:"first block to delete (0-based; negative from the end)"`
+	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (default: only start)"`
 }
 
 // ExportInput is the input of export_history, save_script and save_notebook.
 type ExportInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Path      string `json:"path" jsonschema:"file to write; relative paths resolve against the session's working directory; missing folders are created"`
-	Start     *int   `json:"start,omitempty" jsonschema:"first block, 0-based (Python slice rules)"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Path      string `json:"path" jsonschema:"file to write, relative to the session's working directory"`
+	Start     *int   `json:"start,omitempty" jsonschema:"first block (0-based slice)"`
 	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
 }
 
 // RerunInput is the input of rerun_code.
 type RerunInput struct {
-	SessionID string   `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	Start     *int     `json:"start,omitempty" jsonschema:"first block to re-run, 0-based (Python slice rules)"`
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	Start     *int     `json:"start,omitempty" jsonschema:"first block to re-run (0-based slice)"`
 	End       *int     `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
-	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds allowed for each block; 0 means no limit"`
+	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds per block; 0 = no limit"`
 	// Background hands the run off at once.
-	Background bool `json:"background,omitempty" jsonschema:"return at once with the run's id instead of waiting; wait_run then gives the result"`
+	Background bool `json:"background,omitempty" jsonschema:"return a run_id at once; wait_run gets the result"`
 }
 
 // HistoryOutput is the structured content of get_history.
@@ -90,19 +90,19 @@ type BlockSummary struct {
 	Block          int        `json:"block"` // 1-based number in the history it was taken from
 	Status         string     `json:"status"`
 	ExecutionCount int        `json:"execution_count"`
-	Result         string     `json:"result"`
+	Result         string     `json:"result,omitempty"`
 	Error          *ErrorInfo `json:"error,omitempty"`
 }
 
 func (s *Server) addHistoryTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	addTool(s, &mcp.Tool{Name: "get_history", Description: "Numbered transcript of the code run in a session and its outputs ([1] is the first block). start/end select blocks with Python slice rules on 0-based indices: start=-1 is the last block, start=0,end=2 the first two.", Annotations: ro}, s.getHistory)
-	addTool(s, &mcp.Tool{Name: "delete_history", Description: "Delete blocks from a session's history: the block at start, or the slice [start:end) with Python slice rules. The namespace is not touched."}, s.deleteHistory)
-	addTool(s, &mcp.Tool{Name: "export_history", Description: "Write the transcript (code and outputs) of a session, or a slice of it, to a text file. Replies with the absolute path."}, s.exportHistory)
-	addTool(s, &mcp.Tool{Name: "save_script", Description: "Write the code of a session's history (no outputs), or a slice of it, as a runnable .py script with # %% cell markers. Replies with the absolute path."}, s.saveScript)
-	addTool(s, &mcp.Tool{Name: "save_notebook", Description: "Write a session's history, or a slice of it, as a Jupyter notebook (.ipynb, nbformat 4) with its outputs and plots. Replies with the absolute path."}, s.saveNotebook)
-	addTool(s, &mcp.Tool{Name: "run_notebook", Description: "Run a notebook (.ipynb, nbformat 4) or a py:percent script (# %% cells) in a session, cell by cell as one run: each code cell becomes a history block, markdown cells are kept for save_notebook, and it stops at the first error, naming the cell. start/end pick code cells (0-based, Python slice rules). execute=false only enters the cells (with the notebook's outputs) into the history, for run_code start/end, rerun_code or save_notebook. Hands off like run_code when it runs long."}, s.runNotebook)
-	addTool(s, &mcp.Tool{Name: "rerun_code", Description: "Restart the session's kernel (fresh namespace), then re-run blocks of its history in order, stopping at the first error. start/end select blocks with Python slice rules; all blocks by default. Use it to rebuild state after a crash or reset_run_context."}, s.rerunCode)
+	addTool(s, &mcp.Tool{Name: "get_history", Description: "Numbered transcript of code and outputs; [1] is index 0 of start/end.", Annotations: ro}, s.getHistory)
+	addTool(s, &mcp.Tool{Name: "delete_history", Description: "Delete history blocks; the namespace is not touched."}, s.deleteHistory)
+	addTool(s, &mcp.Tool{Name: "export_history", Description: "Write the transcript (code and outputs) to a text file."}, s.exportHistory)
+	addTool(s, &mcp.Tool{Name: "save_script", Description: "Write the history's code as a .py script with # %% cells."}, s.saveScript)
+	addTool(s, &mcp.Tool{Name: "save_notebook", Description: "Write the history as a .ipynb notebook with outputs and plots."}, s.saveNotebook)
+	addTool(s, &mcp.Tool{Name: "run_notebook", Description: "Run a notebook or py:percent script cell by cell into the history; stops at the first error."}, s.runNotebook)
+	addTool(s, &mcp.Tool{Name: "rerun_code", Description: "Restart the kernel, then re-run history blocks (default all), stopping at the first error."}, s.rerunCode)
 
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: "session://{session_id}/history",

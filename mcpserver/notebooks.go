@@ -14,13 +14,13 @@ import (
 
 // RunNotebookInput is the input of run_notebook.
 type RunNotebookInput struct {
-	SessionID  string   `json:"session_id,omitempty" jsonschema:"session to run in; created if missing (default \"default\")"`
-	Path       string   `json:"path" jsonschema:"an nbformat 4 notebook (.ipynb) or a py:percent script (# %% cells); relative paths resolve against the session's working directory"`
-	Start      *int     `json:"start,omitempty" jsonschema:"first code cell to take, 0-based (Python slice rules)"`
+	SessionID  string   `json:"session_id,omitempty" jsonschema:"session id (default \"default\"); created if missing"`
+	Path       string   `json:"path" jsonschema:".ipynb or # %% script, relative to the session's working directory"`
+	Start      *int     `json:"start,omitempty" jsonschema:"first code cell (0-based slice)"`
 	End        *int     `json:"end,omitempty" jsonschema:"code cell to stop before (exclusive)"`
-	Execute    *bool    `json:"execute,omitempty" jsonschema:"run the cells (default true); false only enters them into the history, for rerun_code and save_notebook"`
-	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"seconds allowed for each cell; 0 means no limit"`
-	Background bool     `json:"background,omitempty" jsonschema:"return at once with the run's id; wait_run gives the result"`
+	Execute    *bool    `json:"execute,omitempty" jsonschema:"run the cells (default true); false only records them"`
+	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"seconds per cell; 0 = no limit"`
+	Background bool     `json:"background,omitempty" jsonschema:"return a run_id at once; wait_run gets the result"`
 }
 
 // maxNotebookSize bounds the file run_notebook reads.

@@ -3,10 +3,12 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -89,6 +91,15 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out])
 	}
 	if cellTools[t.Name] {
 		t.Meta = cellMeta()
+	}
+	if t.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		// The structured content's fields are documented in docs/tools.md;
+		// the schema inferred from Out cost more characters of tools/list
+		// than every description together, and no client shows it to the
+		// model. A tool whose Out is any (wait_run) declares none, since
+		// some of its results have no structured content, which a
+		// declared schema would make an error for the client.
+		t.OutputSchema = &jsonschema.Schema{Type: "object"}
 	}
 	if queuedTools[t.Name] {
 		// A queued call acts in the order it was sent: nothing it does,

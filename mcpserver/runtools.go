@@ -259,16 +259,16 @@ func handoffResult(ss *engine.Session, v engine.RunView, label, output string, b
 
 // WaitRunInput is the input of wait_run.
 type WaitRunInput struct {
-	SessionID string   `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	RunID     string   `json:"run_id,omitempty" jsonschema:"the run, as a call that handed it off named it (default: the session's latest run)"`
-	Wait      *float64 `json:"wait,omitempty" jsonschema:"seconds to wait for the run to end (default and most: the server's max wait)"`
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	RunID     string   `json:"run_id,omitempty" jsonschema:"run id from the hand-off (default: the latest)"`
+	Wait      *float64 `json:"wait,omitempty" jsonschema:"seconds to wait (default and most: the max wait)"`
 }
 
 // SendInputInput is the input of send_input.
 type SendInputInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
-	RunID     string `json:"run_id,omitempty" jsonschema:"the run waiting for input (default: the session's run that waits for input)"`
-	Text      string `json:"text" jsonschema:"the line to answer with, without a trailing newline; answers go to the code only, never into outputs or history"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	RunID     string `json:"run_id,omitempty" jsonschema:"run id (default: the one waiting for input)"`
+	Text      string `json:"text" jsonschema:"the line typed, no newline; never shown or kept"`
 }
 
 // WaitRunProgress is wait_run's structured content while the run goes on;
@@ -284,8 +284,8 @@ type WaitRunProgress struct {
 }
 
 func (s *Server) addRunTools() {
-	addTool(s, &mcp.Tool{Name: "wait_run", Description: "Wait for a run that a call handed off (status running, queued or input_requested) and get what it printed since the previous call, then its final result exactly as run_code gives it (text, images, structured content, isError on an exception). Waits at most `wait` seconds (default and most: the server's max wait) and returns early when the run needs input."}, s.waitRun)
-	addTool(s, &mcp.Tool{Name: "send_input", Description: "Answer the input() or getpass() a run is waiting on (status input_requested). The text goes to the code as the line typed; no answer is ever shown in outputs or history."}, s.sendInput)
+	addTool(s, &mcp.Tool{Name: "wait_run", Description: "Wait for a handed-off run: new output since the last call, then its result as run_code gives it."}, s.waitRun)
+	addTool(s, &mcp.Tool{Name: "send_input", Description: "Answer the input() or getpass() a run waits on (status input_requested)."}, s.sendInput)
 }
 
 func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitRunInput) (*mcp.CallToolResult, any, error) {

@@ -12,6 +12,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -173,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, eng: eng, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
 		listeners: map[*engine.Run][]*attachment{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: instructions + sandboxInstructions(cfg),
+		Instructions: instructions(cfg) + sandboxInstructions(cfg),
 		Logger:       cfg.Logger,
 		// The SDK tracks subscribers itself; the count here only spares
 		// every run a notification pass (and a log line) when nobody listens.
@@ -223,8 +224,19 @@ func (s *Server) Close() error {
 	return err
 }
 
-const instructions = `kernel-mcp runs code in persistent Jupyter kernel sessions, like notebook cells.
-Variables, imports and loaded data persist between run_code calls in the same session_id (default "default").
-The last expression's value is shown, plots come back as images, errors name the line.
-A call still running after the server's max wait returns status "running" (or "queued") with a run_id: the code goes on, and wait_run gives its further output and final result. If the code asks for input() and the status is "input_requested", answer with send_input.
-Use interrupt_session to stop long-running code; reset_run_context restarts the kernel but keeps history.`
+// instructions are the rules every tool shares, sent once at initialize so
+// that tool descriptions can stay short (docs/tools.md says the same at
+// length).
+func instructions(cfg Config) string {
+	wait := "the server's max wait"
+	if cfg.MaxWait > 0 {
+		wait = fmt.Sprintf("the server's max wait (%v s)", cfg.MaxWait.Seconds())
+	}
+	return `kernel-mcp runs code in persistent Jupyter kernel sessions, like notebook cells.
+Sessions: session_id defaults to "default" (reset_session, reset_run_context and delete_session need it named). run_code, run_file, run_notebook, install_package and the data tools (load_data, describe_data, estimate_ols, plot_data) create a missing session; other tools answer an unknown one with an error naming the sessions that exist. Variables, imports and data persist between calls in a session; the last expression's value is shown, plots come back as images.
+Results: the text content holds the outputs in the order they came (stdout, stderr, the last value, display text), images as image content. An exception sets isError and leads with one line such as "NameError on line 2: name 'x' is not defined", then its traceback. Output beyond the output limit is cut in the middle with a note; the history keeps more. structuredContent carries ids, status, counts and short fields, not a second copy of the text.
+History: every run is a block. get_history numbers blocks from [1]; start/end parameters are 0-based indices with Python slice rules (negative counts from the end, end exclusive, out of range clamps), so [1] is start 0. Relative paths resolve against the session's working directory; tools that write files create missing folders and reply with the absolute path.
+Long runs: timeout is in seconds (default: the server's --timeout, none unless set); a timeout interrupts (never kills) and the namespace is kept. A call still running after ` + wait + ` returns status "running" (or "queued") with a run_id: the code goes on. background: true hands off at once. Call wait_run {session_id, run_id} for the output since the last call and, once the run ends, its result as run_code gives it; wait (seconds) is at most the max wait, and it returns early when the run needs input. Status "input_requested" means the code called input() or getpass(): answer with send_input, then call wait_run. interrupt_session stops a run.
+reset_run_context restarts the kernel and keeps the history; rerun_code restarts it and re-runs the history to rebuild state. A kernel attached with kernel_id or connection_file is shared: ask the user before passing force: true to a reset.
+The data tools run ordinary pandas, statsmodels and matplotlib code that is kept in the history, so save_script and save_notebook reproduce it. They check the DataFrame and column names first and refuse a misspelt one with the closest names; nothing runs then.`
+}

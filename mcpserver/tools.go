@@ -20,55 +20,55 @@ import (
 
 // RunCodeInput is the input of run_code.
 type RunCodeInput struct {
-	SessionID string   `json:"session_id,omitempty" jsonschema:"session to run in; created if missing (default \"default\")"`
-	Code      *string  `json:"code,omitempty" jsonschema:"the code to execute, like a notebook cell; the last expression's value is shown. Without code, start/end re-run blocks of the history"`
-	Start     *int     `json:"start,omitempty" jsonschema:"without code: first history block to re-run, 0-based (Python slice rules)"`
-	End       *int     `json:"end,omitempty" jsonschema:"without code: history block to stop before (exclusive)"`
-	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds before the run is interrupted (namespace kept); 0 means no limit"`
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session id (default \"default\"); created if missing"`
+	Code      *string  `json:"code,omitempty" jsonschema:"code to execute as a notebook cell"`
+	Start     *int     `json:"start,omitempty" jsonschema:"instead of code: first history block to re-run (0-based slice)"`
+	End       *int     `json:"end,omitempty" jsonschema:"instead of code: block to stop before (exclusive)"`
+	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds, then interrupt (namespace kept); 0 = no limit"`
 	// Background hands the run off at once.
-	Background bool `json:"background,omitempty" jsonschema:"return at once with the run's id instead of waiting; wait_run then gives its output and result"`
+	Background bool `json:"background,omitempty" jsonschema:"return a run_id at once; wait_run gets the result"`
 }
 
 // RunFileInput is the input of run_file.
 type RunFileInput struct {
-	SessionID string   `json:"session_id,omitempty" jsonschema:"session to run in; created if missing"`
-	Path      string   `json:"path" jsonschema:"file to execute in the session's namespace; relative paths resolve against the session's working directory"`
-	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds before the run is interrupted; 0 means no limit"`
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session id (default \"default\"); created if missing"`
+	Path      string   `json:"path" jsonschema:"file to run, relative to the session's working directory"`
+	Timeout   *float64 `json:"timeout,omitempty" jsonschema:"seconds, then interrupt; 0 = no limit"`
 	// Background hands the run off at once.
-	Background bool `json:"background,omitempty" jsonschema:"return at once with the run's id instead of waiting; wait_run then gives its output and result"`
+	Background bool `json:"background,omitempty" jsonschema:"return a run_id at once; wait_run gets the result"`
 }
 
 // SessionInput names a session whose id defaults to "default".
 type SessionInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 }
 
 // RequiredSessionInput names a session explicitly.
 type RequiredSessionInput struct {
-	SessionID string `json:"session_id" jsonschema:"the session"`
+	SessionID string `json:"session_id" jsonschema:"session id"`
 }
 
 // CreateSessionInput is the input of create_session.
 type CreateSessionInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"id of the new session (default \"default\")"`
-	Kernel    string `json:"kernel,omitempty" jsonschema:"kernelspec name to run instead of the default Python (see list_kernels)"`
-	Python    string `json:"python,omitempty" jsonschema:"path of a Python interpreter with ipykernel, e.g. a conda env's python"`
-	Cwd       string `json:"cwd,omitempty" jsonschema:"working directory of the kernel"`
+	SessionID string `json:"session_id,omitempty" jsonschema:"new session id (default \"default\")"`
+	Kernel    string `json:"kernel,omitempty" jsonschema:"kernelspec name (see list_kernels)"`
+	Python    string `json:"python,omitempty" jsonschema:"path of a Python with ipykernel"`
+	Cwd       string `json:"cwd,omitempty" jsonschema:"kernel working directory"`
 	// Remote kernels (remote.go).
-	KernelID       string `json:"kernel_id,omitempty" jsonschema:"attach to this kernel, already running on the gateway (--gateway-url), e.g. a JupyterLab notebook's; it is shared and only detached on delete"`
-	ConnectionFile string `json:"connection_file,omitempty" jsonschema:"attach to a local kernel by the absolute path of its connection file (jupyter --runtime-dir); it is shared and only detached on delete"`
+	KernelID       string `json:"kernel_id,omitempty" jsonschema:"attach to this running gateway kernel (shared)"`
+	ConnectionFile string `json:"connection_file,omitempty" jsonschema:"attach to a local kernel by its connection file's absolute path (shared)"`
 }
 
 // ResetInput is the input of reset_session and reset_run_context.
 type ResetInput struct {
-	SessionID string `json:"session_id" jsonschema:"the session"`
-	Force     bool   `json:"force,omitempty" jsonschema:"restart even a kernel the session is attached to (kernel_id), which clears it for every client sharing it; ask the user first"`
+	SessionID string `json:"session_id" jsonschema:"session id"`
+	Force     bool   `json:"force,omitempty" jsonschema:"also restart an attached (shared) kernel; ask the user first"`
 }
 
 // InstallPackageInput is the input of install_package.
 type InstallPackageInput struct {
-	PackageName string `json:"package_name" jsonschema:"a pip requirement: a name with optional extras and version, e.g. requests or pandas>=2"`
-	SessionID   string `json:"session_id,omitempty" jsonschema:"the session whose interpreter receives the package (default \"default\")"`
+	PackageName string `json:"package_name" jsonschema:"pip requirement, e.g. pandas>=2"`
+	SessionID   string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 }
 
 // Tool outputs.
@@ -134,18 +134,18 @@ type InterpreterInfo struct {
 
 func (s *Server) addTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	addTool(s, &mcp.Tool{Name: "create_session", Description: "Start a new session with its own kernel. Optional: kernel (a kernelspec name), python (an interpreter path, e.g. a conda env's python), cwd. Or attach to a kernel that already runs: kernel_id (on the gateway) or connection_file (local); an attached kernel is shared, only detached on delete. Reports language, version and pid. run_code creates sessions on demand too."}, s.createSession)
-	addTool(s, &mcp.Tool{Name: "list_sessions", Description: "List sessions with their state (starting, idle, busy, dead, stopped), kernel, pid and number of history entries, and the warm kernels kept ready for new sessions.", Annotations: ro}, s.listSessions)
-	addTool(s, &mcp.Tool{Name: "run_code", Description: "Execute code in a persistent session, like a notebook cell: variables persist between calls, the last expression's value is shown, plots come back as images, exceptions name the failing line. A missing session is created. On timeout the run is interrupted and the namespace kept."}, s.runCode)
-	addTool(s, &mcp.Tool{Name: "run_file", Description: "Execute a file's code in a session's namespace (its variables stay defined). Relative paths resolve against the session's working directory."}, s.runFile)
-	addTool(s, &mcp.Tool{Name: "interrupt_session", Description: "Interrupt the code running in a session (like Ctrl-C). The namespace is kept. Answers at once, even while code runs."}, s.interruptSession)
-	addTool(s, &mcp.Tool{Name: "reset_session", Description: "Clear a session's namespace and history: a fresh kernel, an empty record. The session stays."}, s.resetSession)
-	addTool(s, &mcp.Tool{Name: "reset_run_context", Description: "Restart a session's kernel process: the namespace is cleared, the history is kept. A kernel the session is attached to (kernel_id) is shared: ask the user, then pass force: true."}, s.resetRunContext)
-	addTool(s, &mcp.Tool{Name: "delete_session", Description: "Shut a session's kernel down and forget the session.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, s.deleteSession)
-	addTool(s, &mcp.Tool{Name: "install_package", Description: "pip-install a package into the session's own interpreter (the kernel's Python, not the server's); importable right after."}, s.installPackage)
-	addTool(s, &mcp.Tool{Name: "session_status", Description: "A session's interpreter path, language version, pid, memory, working directory and key package versions.", Annotations: ro}, s.sessionStatus)
+	addTool(s, &mcp.Tool{Name: "create_session", Description: "Start a session with its own kernel, or attach to a running one (shared; delete only detaches). Not needed for the default kernel: run_code creates sessions."}, s.createSession)
+	addTool(s, &mcp.Tool{Name: "list_sessions", Description: "List sessions: state, kernel, pid, history length, run in progress.", Annotations: ro}, s.listSessions)
+	addTool(s, &mcp.Tool{Name: "run_code", Description: "Run code in a persistent session like a notebook cell: variables persist, the last expression's value and plots are shown. Without code, start/end re-run history blocks."}, s.runCode)
+	addTool(s, &mcp.Tool{Name: "run_file", Description: "Run a file's code in the session's namespace (its variables stay defined)."}, s.runFile)
+	addTool(s, &mcp.Tool{Name: "interrupt_session", Description: "Interrupt running code (Ctrl-C); the namespace is kept."}, s.interruptSession)
+	addTool(s, &mcp.Tool{Name: "reset_session", Description: "Clear the namespace and the history; the session stays."}, s.resetSession)
+	addTool(s, &mcp.Tool{Name: "reset_run_context", Description: "Restart the kernel: namespace cleared, history kept."}, s.resetRunContext)
+	addTool(s, &mcp.Tool{Name: "delete_session", Description: "Shut the kernel down and forget the session.", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, s.deleteSession)
+	addTool(s, &mcp.Tool{Name: "install_package", Description: "pip install into the session's own interpreter (not the server's)."}, s.installPackage)
+	addTool(s, &mcp.Tool{Name: "session_status", Description: "Interpreter, version, pid, memory, working directory and key packages of a session.", Annotations: ro}, s.sessionStatus)
 	s.addHistoryTools()
-	addTool(s, &mcp.Tool{Name: "list_kernels", Description: "Installed Jupyter kernelspecs and the Python interpreters found (with their ipykernel versions).", Annotations: ro}, s.listKernels)
+	addTool(s, &mcp.Tool{Name: "list_kernels", Description: "Installed kernelspecs and the Python interpreters found.", Annotations: ro}, s.listKernels)
 }
 
 func ptr[T any](v T) *T { return &v }

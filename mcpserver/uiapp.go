@@ -44,7 +44,7 @@ func cellMeta() mcp.Meta {
 
 // ViewRunInput is the input of view_run.
 type ViewRunInput struct {
-	SessionID string  `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
+	SessionID string  `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 	RunID     string  `json:"run_id,omitempty" jsonschema:"the run (default: the session's latest)"`
 	Cursor    int     `json:"cursor,omitempty" jsonschema:"the cursor the previous call returned; 0 for everything"`
 	Wait      float64 `json:"wait,omitempty" jsonschema:"seconds to wait for something new (output, a change of status) when there is nothing yet (default 0, at most 10)"`
