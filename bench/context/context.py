@@ -442,6 +442,10 @@ async def measure(binary, python, dump=None):
 def totals(m):
     t = {k: sum(c[k] for c in m["calls"]) for k in ("text", "images", "structured")}
     t["calls"] = t["text"] + t["structured"]
+    # What one client pays: one that gives the model the text content, and one
+    # that gives it structuredContent in place of the text when a result has it.
+    t["as_text"] = t["text"]
+    t["as_structured"] = sum(c["structured"] if c["structured"] else c["text"] for c in m["calls"])
     t["session"] = m["tools_list"] + m["instructions"] + t["calls"]
     return t
 
@@ -476,6 +480,9 @@ def report(m, before=None):
         out.append(f"| **the {len(m['calls'])} calls** | **{fmt(t['text'])}** | **{fmt(t['structured'])}** | "
                    f"**{fmt(t['calls'])}** | **{fmt(t['images'])}** |")
         out.append(f"| **the session** (tools/list + instructions + calls) | | | **{fmt(t['session'])}** | |")
+        out.append(f"| the calls, to a client that passes the text | | | {fmt(t['as_text'])} | |")
+        out.append(f"| the calls, to a client that passes structuredContent in place of the text | | | "
+                   f"{fmt(t['as_structured'])} | |")
     else:
         bt = totals(before)
         out.append(f"before: `{before['binary']}`, {len(before['calls'])} calls; after: `{m['binary']}`, "
@@ -504,6 +511,9 @@ def report(m, before=None):
         out.append(row("**the calls**", bt["calls"], t["calls"], bt["text"], t["text"], bt["structured"],
                        t["structured"]))
         out.append(row("**the session** (tools/list + instructions + calls)", bt["session"], t["session"]))
+        out.append(row("the calls, to a client that passes the text", bt["as_text"], t["as_text"]))
+        out.append(row("the calls, to a client that passes structuredContent in place of the text",
+                       bt["as_structured"], t["as_structured"]))
         out.append(row("images (base64, apart)", bt["images"], t["images"]))
         out.append("")
         out.append(f"- tools/list ≤ 20,000 characters: {fmt(m['tools_list'])}, "
