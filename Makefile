@@ -16,7 +16,7 @@ LDFLAGS := -X main.version=$(VERSION)
 DIST_VENV ?= $(or $(KERNEL_MCP_TEST_DIST_VENV),$(HOME)/.cache/kernel-mcp/venv-dist)
 DIST_PYTHON ?= $(DIST_VENV)/bin/python
 
-.PHONY: all build run test vet staticcheck cross tracked bench fuzz clean dist dist-venv
+.PHONY: all build run test vet staticcheck cross tracked bench context fuzz clean dist dist-venv
 
 all: build
 
@@ -73,6 +73,30 @@ test: tracked vet staticcheck cross
 # run; prints a Markdown report. See bench/mcpbench.
 bench:
 	$(GO) run ./bench/mcpbench
+
+# The context a session costs the assistant: a fixed 20-call data analysis
+# through the official MCP Python SDK (bench/context/requirements.txt, in a
+# venv of its own made here when missing), with characters of tools/list and
+# of each result's content and structured content, against the numbers
+# measured before the results were trimmed (bench/context/before.json). Not
+# part of `make test`. Another binary: make context KERNEL_MCP_BIN=path;
+# CONTEXT_ARGS="--json out.json" keeps the figures. See docs/context.md.
+CONTEXT_VENV ?= $(HOME)/.cache/kernel-mcp/venv-context
+CONTEXT_BIN := $(or $(KERNEL_MCP_BIN),bin/kernel-mcp)
+CONTEXT_ARGS ?= --compare bench/context/before.json
+
+context: $(CONTEXT_VENV)/.installed
+ifeq ($(CONTEXT_BIN),bin/kernel-mcp)
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kernel-mcp ./cmd/kernel-mcp
+endif
+	$(CONTEXT_VENV)/bin/python bench/context/context.py --bin $(CONTEXT_BIN) --python $(PYTHON) $(CONTEXT_ARGS)
+
+# Remade when the pinned SDK changes.
+$(CONTEXT_VENV)/.installed: bench/context/requirements.txt
+	rm -rf $(CONTEXT_VENV)
+	python3 -m venv $(CONTEXT_VENV)
+	$(CONTEXT_VENV)/bin/python -m pip install --disable-pip-version-check -q -r bench/context/requirements.txt
+	cp bench/context/requirements.txt $@
 
 # The release files, reproducibly, into dist/: the archives, the wheels, the
 # Claude Desktop bundle and SHA256SUMS (internal/dist; every binary gets

@@ -23,6 +23,9 @@ var otherProgramsFlags = map[string]string{
 	"scope":                        "claude mcp add --scope",
 	"header":                       "claude mcp add --header",
 	"serve":                        "bench/jupyter_client_bench.py --serve",
+	"compare":                      "bench/context/context.py --compare",
+	"dump":                         "bench/context/context.py --dump",
+	"json":                         "bench/context/context.py --json",
 	"IPythonKernel._execute_sleep": "ipykernel's option",
 	"ZMQChannelsWebsocketConnection.iopub_data_rate_limit": "Jupyter Server's and Kernel Gateway's option",
 	"MappingKernelManager.cull_idle_timeout":               "Jupyter Server's and Enterprise Gateway's option",
@@ -33,6 +36,7 @@ var otherProgramsFlags = map[string]string{
 // KERNEL_MCP_ kinds that the docs name and that other programs read.
 var otherProgramsVariables = map[string]string{
 	"MCP_TOOL_TIMEOUT": "Claude Code's request timeout",
+	"KERNEL_MCP_BIN":   "the binary make context measures",
 }
 
 // docFiles reads README.md and docs/*.md, keyed by their path from the
