@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // rerunOutput is rerun_code's structured content, as far as these tests
@@ -71,9 +73,12 @@ func historyFile(t *testing.T, state, session string) (runs, stdout []string) {
 // once.
 func TestRerunInPlaceComparesOutputs(t *testing.T) {
 	t.Parallel()
+	requirePython(t, "matplotlib")
 	state := t.TempDir()
 	s := startServer(t, "--state-dir", state)
-	codes := []string{"import random", "print('fixed')", "print(random.random())", "x = 6 * 7\nx"}
+	codes := []string{"import random", "print('fixed')", "print(random.random())", "x = 6 * 7\nx",
+		"%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()",
+		"plt.plot([random.random() for _ in range(3)])\nplt.show()"}
 	for _, c := range codes {
 		if _, out := s.run("ip", c); out.Status != "ok" {
 			t.Fatalf("%s: %+v", c, out)
@@ -82,10 +87,11 @@ func TestRerunInPlaceComparesOutputs(t *testing.T) {
 	_, before := historyFile(t, state, "ip")
 	res := s.call("rerun_code", map[string]any{"session_id": "ip"})
 	got := text(res)
-	if res.IsError || !strings.HasPrefix(got, "Re-ran 4 block(s) ([1] to [4]) in a fresh kernel, in place: 4 of 4 ran; outputs differ in [3].") {
+	if res.IsError || !strings.HasPrefix(got, "Re-ran 6 block(s) ([1] to [6]) in a fresh kernel, in place: 6 of 6 ran; outputs differ in [3], [6].") {
 		t.Fatalf("rerun_code:\n%s", got)
 	}
-	for _, want := range []string{"[1] ok, same outputs", "[2] ok, same outputs", "[3] ok, outputs differ from those recorded before (stdout):", "[4] ok, same outputs"} {
+	for _, want := range []string{"[1] ok, same outputs", "[2] ok, same outputs", "[3] ok, outputs differ from those recorded before (stdout):", "[4] ok, same outputs",
+		"[5] ok, same outputs", "[6] ok, outputs differ from those recorded before (image/png):"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rerun_code's text lacks %q:\n%s", want, got)
 		}
@@ -93,16 +99,27 @@ func TestRerunInPlaceComparesOutputs(t *testing.T) {
 	if strings.Contains(got, "fixed") {
 		t.Errorf("blocks whose outputs match are shown in full:\n%s", got)
 	}
+	// Only the changed plot comes as an image: the same one is a line.
+	images := 0
+	for _, c := range res.Content {
+		if _, ok := c.(*mcp.ImageContent); ok {
+			images++
+		}
+	}
+	if images != 1 {
+		t.Errorf("rerun_code's result has %d images; want the changed plot's only", images)
+	}
 	out := structured[rerunOutput](t, res)
-	if len(out.Blocks) != 4 || out.Blocks[2].Outputs != "changed: stdout" || out.Blocks[0].Outputs != "same" || out.Blocks[3].Outputs != "same" {
+	if len(out.Blocks) != 6 || out.Blocks[2].Outputs != "changed: stdout" || out.Blocks[5].Outputs != "changed: image/png" ||
+		out.Blocks[0].Outputs != "same" || out.Blocks[3].Outputs != "same" || out.Blocks[4].Outputs != "same" {
 		t.Fatalf("structured blocks: %+v", out.Blocks)
 	}
 
-	if n := s.historyCount("ip"); n != 4 {
-		t.Fatalf("history has %d blocks after the rerun; want the 4 it had", n)
+	if n := s.historyCount("ip"); n != 6 {
+		t.Fatalf("history has %d blocks after the rerun; want the 6 it had", n)
 	}
 	runs, after := historyFile(t, state, "ip")
-	if len(after) != 4 || after[1] != "fixed\n" || after[2] == before[2] || after[2] == "" {
+	if len(after) != 6 || after[1] != "fixed\n" || after[2] == before[2] || after[2] == "" {
 		t.Fatalf("history file after the rerun: stdout %q (before %q)", after, before)
 	}
 	for _, r := range runs {
@@ -119,8 +136,8 @@ func TestRerunInPlaceComparesOutputs(t *testing.T) {
 	if res := s.call("save_notebook", map[string]any{"session_id": "ip", "path": path}); res.IsError {
 		t.Fatal(text(res))
 	}
-	if n := len(notebookCells(t, path)); n != 4 {
-		t.Fatalf("the notebook holds %d cells; want 4", n)
+	if n := len(notebookCells(t, path)); n != 6 {
+		t.Fatalf("the notebook holds %d cells; want 6", n)
 	}
 }
 
