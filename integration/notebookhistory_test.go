@@ -4,11 +4,13 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -312,4 +314,35 @@ func TestRunIDsUniqueAcrossRestarts(t *testing.T) {
 	if strings.Join(runs, ",") != "r1,r2,r3" {
 		t.Fatalf("history file's run ids: %q", runs)
 	}
+}
+
+// rerun_code's progress notifications say which block runs.
+func TestRerunProgressNotifications(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	s.run("pn", "a = 1")
+	s.run("pn", "import time\nfor i in range(5):\n    print('step', i, flush=True)\n    time.sleep(0.5)")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "rerun_code", Arguments: map[string]any{"session_id": "pn"}}
+	params.SetProgressToken("tok-rerun")
+	if res, err := s.cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("rerun_code: %v %v", err, res)
+	}
+	var msgs []string
+	for {
+		select {
+		case p := <-s.progress:
+			msgs = append(msgs, p.Message)
+			continue
+		default:
+		}
+		break
+	}
+	for _, m := range msgs {
+		if strings.HasPrefix(m, "block 2 of 2: step") {
+			return
+		}
+	}
+	t.Fatalf("no progress notification names the block during a 2.5 s block: %q", msgs)
 }
