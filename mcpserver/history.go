@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -186,7 +187,7 @@ func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in
 	} else {
 		removed, left, err = ss.DeleteHistory(in.Start, in.End)
 	}
-	if err != nil && len(removed) == 0 {
+	if err != nil && !errors.Is(err, history.ErrNotDurable) {
 		return errResult[DeleteHistoryOutput]("%v", err)
 	}
 	out := DeleteHistoryOutput{SessionID: ss.ID(), Removed: []RemovedBlock{}, Left: left}
