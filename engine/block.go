@@ -46,6 +46,36 @@ func (b *Block) Elapsed() time.Duration { return b.End.Sub(b.Start) }
 // reported in the block, and the session stays usable. The error is for
 // failures to run at all (no kernel could be started).
 func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Duration) (*Block, error) {
+	return r.runBlock(ctx, code, source, timeout, -1, nil)
+}
+
+// RerunBlock executes the code block at history index i again as (part of)
+// run r, which holds the session's execution right, and records the new
+// execution in its place: the history keeps one copy of each block, as a
+// notebook's Run All does. The block keeps its source and author. It
+// returns the entry it replaced too, to compare outputs with. Like
+// RunBlock, a failure of the code is in the block; the error is for
+// failures to run at all, or for an index that holds no code block.
+func (r *Run) RerunBlock(ctx context.Context, i int, timeout time.Duration) (*Block, history.Entry, error) {
+	ss := r.ss
+	ss.mu.Lock()
+	if i < 0 || i >= len(ss.hist) {
+		n := len(ss.hist)
+		ss.mu.Unlock()
+		return nil, history.Entry{}, fmt.Errorf("session %q has no block at index %d (it has %d)", ss.id, i, n)
+	}
+	old := ss.hist[i]
+	ss.mu.Unlock()
+	if !old.IsCode() {
+		return nil, old, fmt.Errorf("block [%d] of session %q is a %s cell, not code", i+1, ss.id, old.CellType)
+	}
+	b, err := r.runBlock(ctx, old.Code, old.Source, timeout, i, &old)
+	return b, old, err
+}
+
+// runBlock is RunBlock, and with at >= 0 RerunBlock: the entry recorded
+// replaces old, at index at.
+func (r *Run) runBlock(ctx context.Context, code, source string, timeout time.Duration, at int, old *history.Entry) (*Block, error) {
 	ss, s := r.ss, r.ss.eng
 	k, _, err := ss.Kernel(ctx)
 	if err != nil {
@@ -74,7 +104,7 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	ss.mu.Lock()
 	ss.lastInterrupt = time.Time{} // the debounce is per run
 	ss.mu.Unlock()
-	r.beginBlock(code)
+	r.beginBlock(code, at)
 	by := r.By()
 	start := time.Now()
 	r.setExecuting(true)
@@ -151,9 +181,17 @@ func (r *Run) RunBlock(ctx context.Context, code, source string, timeout time.Du
 	out.Result = res
 	out.Shown = r.ConsumeShown()
 	e := historyEntry(code, source, res, out.Status, out.Note, gen, start, end)
-	e.By = by
+	e.By, e.Run = by, r.id
 	ss.recMu.Lock()
-	r.endBlock(s.record(ss, e), res.ExecutionCount)
+	if old != nil {
+		e.By = old.By // who wrote the code, not who re-ran it
+		if err := s.replace(ss, at, e); err != nil {
+			out.Note = strings.TrimSpace(out.Note + "\nThe block's new outputs are in memory, but the history file could not be rewritten: " + err.Error())
+		}
+		r.endBlock(at, res.ExecutionCount)
+	} else {
+		r.endBlock(s.record(ss, e), res.ExecutionCount)
+	}
 	ss.recMu.Unlock()
 	return out, nil
 }

@@ -8,7 +8,8 @@ type Cell struct {
 	SessionID string `json:"session_id"`
 	// RunID is "" for a history cell that no live run recorded.
 	RunID string `json:"run_id"`
-	// Index is the 0-based history index; -1 until the block is recorded.
+	// Index is the 0-based history index; -1 until the block is recorded
+	// (a block re-run in place keeps its own).
 	Index int    `json:"index"`
 	Code  string `json:"code"`
 	// CellType is code, markdown or raw (a notebook's text cells).
@@ -104,7 +105,14 @@ func (ss *Session) Cells(language string) []Cell {
 		if !l.snap.InBlock && len(l.snap.Blocks) > 0 {
 			continue // between blocks or finishing: its last block is above
 		}
-		cells = append(cells, LiveCell(l.r, language, l.snap))
+		c := LiveCell(l.r, language, l.snap)
+		if i := l.snap.Replacing; l.snap.InBlock && i >= 0 && i < len(cells) {
+			// A block re-run in place is shown where it is, once.
+			c.Index = i
+			cells[i] = c
+			continue
+		}
+		cells = append(cells, c)
 	}
 	return cells
 }

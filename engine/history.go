@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +78,36 @@ func (s *Engine) record(ss *Session, e history.Entry) int {
 	}
 	s.events.Publish(Event{Kind: HistoryChanged, Session: ss.id, Entries: n})
 	return index
+}
+
+// replace puts e in place of the entry at index i, in memory and on disk
+// (the file rewritten atomically, as after a delete), and tells
+// subscribers. The caller holds the session's turn, so that i still names
+// the block it read. A disk failure is returned; the entry is in memory
+// either way.
+func (s *Engine) replace(ss *Session, i int, e history.Entry) error {
+	e = history.Cap(e, HistoryTextLimit, HistoryDataLimit)
+	ss.mu.Lock()
+	if i < 0 || i >= len(ss.hist) {
+		ss.mu.Unlock()
+		return fmt.Errorf("no block at index %d", i)
+	}
+	// A new slice: readers hold copies of the old one's elements only, but
+	// never a slice that changes under them.
+	hist := slices.Clone(ss.hist)
+	hist[i] = e
+	ss.hist = hist
+	store, meta, n := ss.store, ss.meta, len(hist)
+	ss.mu.Unlock()
+	var err error
+	if store != nil {
+		if err = store.Rewrite(meta, hist); errors.Is(err, history.ErrNotDurable) {
+			s.cfg.Logger.Warn("rewriting history file", "session", ss.id, "error", err)
+			err = nil
+		}
+	}
+	s.events.Publish(Event{Kind: HistoryChanged, Session: ss.id, Entries: n})
+	return err
 }
 
 // rewriteHistory replaces the session's history with entries.
@@ -190,6 +221,7 @@ func (s *Engine) restore() error {
 		ss.restored, ss.restoreNote = len(entries) > 0, note
 		for _, e := range entries {
 			ss.gen = max(ss.gen, e.Generation)
+			ss.runSeq = max(ss.runSeq, runNumber(e.Run))
 		}
 		s.sessions[id] = ss
 		s.events.Publish(Event{Kind: SessionCreated, Session: id})
@@ -199,6 +231,15 @@ func (s *Engine) restore() error {
 		s.cfg.Logger.Info("restored session histories", "count", restored, "recovered_from_corrupt_files", recovered, "failed", failed, "dir", dir)
 	}
 	return nil
+}
+
+// runNumber is the number of run id "r12"; 0 for anything else.
+func runNumber(id string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "r"))
+	if err != nil || n < 0 || !strings.HasPrefix(id, "r") {
+		return 0
+	}
+	return n
 }
 
 // recoveryNote tells the user what restoring a corrupt history file left

@@ -264,6 +264,9 @@ func (ss *Session) Record(e history.Entry) { ss.eng.record(ss, e) }
 func (r *Run) Record(e history.Entry) {
 	r.ss.recMu.Lock()
 	defer r.ss.recMu.Unlock()
+	if e.Run == "" {
+		e.Run = r.id
+	}
 	i := r.ss.eng.record(r.ss, e)
 	r.mu.Lock()
 	r.blocks = append(r.blocks, i)
@@ -272,10 +275,10 @@ func (r *Run) Record(e history.Entry) {
 
 // DeleteHistory removes entries [start:end) of the history (Python slice
 // rules), or with end nil the one at start, which must exist; the caller
-// holds the session's turn. It returns how many it removed and how many
+// holds the session's turn. It returns the entries it removed and how many
 // remain; a history file that could not be rewritten durably is reported
 // with history.ErrNotDurable (the entries are gone either way).
-func (ss *Session) DeleteHistory(start, end *int) (removed, left int, err error) {
+func (ss *Session) DeleteHistory(start, end *int) (removed []Removed, left int, err error) {
 	ss.mu.Lock()
 	n := len(ss.hist)
 	var lo, hi int
@@ -287,19 +290,80 @@ func (ss *Session) DeleteHistory(start, end *int) (removed, left int, err error)
 		}
 		if i < 0 || i >= n {
 			ss.mu.Unlock()
-			return 0, n, fmt.Errorf("no block at index %d: session %q has %d (indices 0 to %d, or -1 to -%d)", *start, ss.id, n, n-1, n)
+			return nil, n, fmt.Errorf("no block at index %d: session %q has %d (indices 0 to %d, or -1 to -%d)", *start, ss.id, n, n-1, n)
 		}
 		lo, hi = i, i+1
 	} else {
 		lo, hi = history.Slice(n, start, end)
 	}
-	kept := append(append([]history.Entry(nil), ss.hist[:lo]...), ss.hist[hi:]...)
+	ss.mu.Unlock()
+	idx := make([]int, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		idx = append(idx, i)
+	}
+	return ss.deleteAt(idx, n)
+}
+
+// DeleteBlocks removes the blocks numbered as the transcript numbers them
+// (1-based); the caller holds the session's turn. A number out of range,
+// or given twice, is an error and nothing is deleted. It returns the
+// entries it removed, in history order, and how many remain, with errors
+// as DeleteHistory's.
+func (ss *Session) DeleteBlocks(numbers []int) (removed []Removed, left int, err error) {
+	n := ss.HistoryLen()
+	if len(numbers) == 0 {
+		return nil, n, fmt.Errorf("no blocks given: name them as the transcript numbers them, e.g. [3, 4]")
+	}
+	seen := map[int]bool{}
+	idx := make([]int, 0, len(numbers))
+	for _, k := range numbers {
+		if k < 1 || k > n {
+			if n == 0 {
+				return nil, n, fmt.Errorf("no block [%d]: session %q has no history", k, ss.id)
+			}
+			return nil, n, fmt.Errorf("no block [%d]: session %q has blocks [1] to [%d]; nothing was deleted", k, ss.id, n)
+		}
+		if seen[k] {
+			return nil, n, fmt.Errorf("block [%d] is named twice; nothing was deleted", k)
+		}
+		seen[k] = true
+		idx = append(idx, k-1)
+	}
+	slices.Sort(idx)
+	return ss.deleteAt(idx, n)
+}
+
+// Removed is a block delete_history removed: its 1-based number in the
+// history as it was, and the entry.
+type Removed struct {
+	Number int
+	Entry  history.Entry
+}
+
+// deleteAt removes the entries at the sorted indices idx of a history that
+// had n entries when they were chosen (the caller's turn keeps it so).
+func (ss *Session) deleteAt(idx []int, n int) (removed []Removed, left int, err error) {
+	ss.mu.Lock()
+	if len(ss.hist) != n {
+		ss.mu.Unlock()
+		return nil, len(ss.hist), fmt.Errorf("session %q's history changed meanwhile; nothing was deleted", ss.id)
+	}
+	kept := make([]history.Entry, 0, n-len(idx))
+	j := 0
+	for i, e := range ss.hist {
+		if j < len(idx) && idx[j] == i {
+			removed = append(removed, Removed{Number: i + 1, Entry: e})
+			j++
+			continue
+		}
+		kept = append(kept, e)
+	}
 	ss.mu.Unlock()
 	err = ss.eng.rewriteHistory(ss, kept)
 	if err != nil && !errors.Is(err, history.ErrNotDurable) {
-		return hi - lo, len(kept), fmt.Errorf("blocks deleted in memory, but the history file could not be rewritten: %v", err)
+		return removed, len(kept), fmt.Errorf("blocks deleted in memory, but the history file could not be rewritten: %v", err)
 	}
-	return hi - lo, len(kept), err
+	return removed, len(kept), err
 }
 
 // KernelInfo is what the session knows of its kernel once started.

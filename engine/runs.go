@@ -80,6 +80,8 @@ type Run struct {
 	code      string // the block running now, or the last one run
 	execCount int
 	blocks    []int
+	replacing int    // the history index the current block re-runs in place; -1 for a new block
+	progress  string // "block 7 of 11" while a run of several blocks goes on (SetProgress)
 	by        string // who wrote the code (history.Entry.By); "" the assistant
 	intended  string // the code it was started with, before its first block
 }
@@ -120,6 +122,14 @@ func (r *Run) codeLocked() string {
 // run_queued event and views of it while it waits show it.
 type RunOption func(*Run)
 
+// SetProgress says that a run of n blocks (rerun_code, run_notebook) is at
+// its k-th, 1-based: views of the run show "block k of n" until it ends.
+func (r *Run) SetProgress(k, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progress = fmt.Sprintf("block %d of %d", k, n)
+}
+
 // WithCode is the code the run will execute (shown while it is queued).
 func WithCode(code string) RunOption { return func(r *Run) { r.intended = code } }
 
@@ -137,7 +147,7 @@ func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool st
 	}
 	rctx, cancel := context.WithCancel(s.ctx)
 	r := &Run{ss: ss, tool: tool, job: j, ctx: rctx, cancel: cancel, done: make(chan struct{}),
-		created: time.Now(), state: StatusQueued, changed: make(chan struct{}), shownSum: newStreamHash()}
+		created: time.Now(), state: StatusQueued, changed: make(chan struct{}), shownSum: newStreamHash(), replacing: -1}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -379,8 +389,10 @@ type RunView struct {
 	StartedAt string `json:"started_at,omitempty"`
 	ElapsedMS int64  `json:"elapsed_ms"`
 	LastLine  string `json:"last_output_line,omitempty"`
-	Prompt    string `json:"prompt,omitempty"`
-	Password  bool   `json:"password,omitempty"`
+	// Progress is where a run of several blocks is: "block 7 of 11".
+	Progress string `json:"progress,omitempty"`
+	Prompt   string `json:"prompt,omitempty"`
+	Password bool   `json:"password,omitempty"`
 }
 
 func (r *Run) View() RunView {
@@ -391,6 +403,9 @@ func (r *Run) View() RunView {
 
 func (r *Run) viewLocked() RunView {
 	v := RunView{RunID: r.id, Tool: r.tool, Status: r.state, LastLine: r.lastLine}
+	if r.state != StatusDone {
+		v.Progress = r.progress
+	}
 	if !r.started.IsZero() {
 		v.StartedAt = r.started.UTC().Format(time.RFC3339Nano)
 		end := r.ended

@@ -57,6 +57,9 @@ type RunSnapshot struct {
 	// InBlock is set from a block's start until it is recorded: Code is
 	// then not in the history yet.
 	InBlock bool
+	// Replacing is the history index the current block re-runs in place
+	// (RerunBlock), -1 for a block that will be appended.
+	Replacing int
 }
 
 // ViewSince returns the run's state and the outputs logged from cursor on
@@ -77,12 +80,14 @@ func (r *Run) ViewSince(cursor int) RunSnapshot {
 		Blocks:         slices.Clone(r.blocks),
 		ExecutionCount: r.execCount,
 		InBlock:        r.inBlock,
+		Replacing:      r.replacing,
 	}
 }
 
 // beginBlock starts a block of the run: its code is the one viewers see,
-// and the outputs of an earlier block are cleared for them.
-func (r *Run) beginBlock(code string) {
+// and the outputs of an earlier block are cleared for them. at is the
+// history index it re-runs in place, -1 for a new block.
+func (r *Run) beginBlock(code string, at int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.code != "" || len(r.blocks) > 0 {
@@ -90,7 +95,7 @@ func (r *Run) beginBlock(code string) {
 		// not read them yet still sees how that block ended.
 		r.log.clear(false, false)
 	}
-	r.code, r.execCount, r.inBlock = code, 0, true
+	r.code, r.execCount, r.inBlock, r.replacing = code, 0, true, at
 }
 
 // endBlock notes a block recorded at history index i with its execution
@@ -99,7 +104,7 @@ func (r *Run) endBlock(i, execCount int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.blocks = append(r.blocks, i)
-	r.inBlock = false
+	r.inBlock, r.replacing = false, -1
 	if execCount > 0 {
 		r.execCount = execCount
 	}

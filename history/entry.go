@@ -44,6 +44,10 @@ type Entry struct {
 	// web view, empty for the assistant (every block before there was a
 	// choice).
 	By string `json:"by,omitempty"`
+	// Run is the id of the run that recorded the block ("r12"); empty for
+	// blocks recorded before ids were kept, and for cells entered without
+	// running. A restarted server numbers its runs after the highest.
+	Run string `json:"run,omitempty"`
 }
 
 // ByPerson is Entry.By for a block the person wrote and ran.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -177,39 +176,10 @@ func (w cellView) diff(g cellView) string {
 	return b.String()
 }
 
-// Normalisation rules: only what differs between two runs by nature.
-var (
-	// Object addresses in default reprs ("<Foo at 0x7f3a...>").
-	addressRE = regexp.MustCompile(`0x[0-9a-f]{6,16}`)
-	// ipykernel names the files of cells after its process id
-	// ("/tmp/ipykernel_12345/2135332717.py"); the hash after it is the
-	// code's, so it stays.
-	ipykernelDirRE = regexp.MustCompile(`ipykernel_\d+`)
-	// Timing magics report measured times: %time's "CPU times: user 30 µs"
-	// and "Wall time: 39.6 µs", %timeit's "2.47 µs ± 207 ns per loop". The
-	// unit goes too: the same run can be 999 ns or 1.01 µs.
-	timingRE   = regexp.MustCompile(`(?m)^(CPU times|Wall time|.* per loop).*$`)
-	timeUnitRE = regexp.MustCompile(`[0-9.]+ ?(ns|µs|us|ms|s)\b`)
-	// %timeit warns when its slowest run took over 4 times its fastest,
-	// which depends on the machine's load at that moment.
-	slowestRunRE = regexp.MustCompile(`(?m)^The slowest run took [0-9.]+ times longer than the fastest\..*\n?`)
-	// Matplotlib says this once per machine, on the first import after
-	// installation: in whichever of the two runs gets there first.
-	fontCacheRE = regexp.MustCompile(`(?m)^Matplotlib is building the font cache; this may take a moment\.\n?`)
-)
-
-// normalise applies the rules above; each run also has a working
-// directory of its own, which %cd and tracebacks can print.
-func normalise(s, cwd string) string {
-	s = strings.ReplaceAll(s, cwd, "<cwd>")
-	s = addressRE.ReplaceAllString(s, "0x<address>")
-	s = ipykernelDirRE.ReplaceAllString(s, "ipykernel_<pid>")
-	s = slowestRunRE.ReplaceAllString(s, "")
-	s = fontCacheRE.ReplaceAllString(s, "")
-	return timingRE.ReplaceAllStringFunc(s, func(line string) string {
-		return timeUnitRE.ReplaceAllString(line, "<time>")
-	})
-}
+// normalise applies history.Normalise, the rules rerun_code compares
+// outputs by; each run also has a working directory of its own, which %cd
+// and tracebacks can print.
+func normalise(s, cwd string) string { return history.Normalise(s, cwd) }
 
 // viewRun is kernel-mcp's view of a cell, from run_code's result.
 func viewRun(res *mcp.CallToolResult, out runOutput, cwd string) cellView {

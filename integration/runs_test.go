@@ -153,11 +153,13 @@ func TestOutputLimitWholeResult(t *testing.T) {
 		}
 	}
 
-	// Ten blocks of 2,000 characters each.
+	// Ten blocks of 2,000 characters each, whose outputs differ from one
+	// run to the next: rerun_code shows in full only the blocks whose
+	// outputs changed.
 	dir := t.TempDir()
 	var cells [][2]string
 	for i := 0; i < 10; i++ {
-		cells = append(cells, [2]string{"code", fmt.Sprintf("print('%d' * 2000)", i)})
+		cells = append(cells, [2]string{"code", fmt.Sprintf("import time\nprint('%d' * 2000, time.time_ns())", i)})
 	}
 	nb := writeNotebook(t, dir, "big.ipynb", "python", cells)
 	for _, tc := range []struct {

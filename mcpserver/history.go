@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
@@ -43,19 +45,40 @@ type HistoryInput struct {
 	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
 }
 
-// DeleteHistoryInput is the input of delete_history.
+// DeleteHistoryInput is the input of delete_history: start (and end), or
+// blocks.
 type DeleteHistoryInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
-	Start     *int   `json:"start" jsonschema:"first block to delete (0-based; negative from the end)"`
+	Start     *int   `json:"start,omitempty" jsonschema:"first block to delete (0-based; negative from the end)"`
 	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (default: only start)"`
+	Blocks    []int  `json:"blocks,omitempty" jsonschema:"instead of start/end: transcript numbers (1-based)"`
 }
 
-// ExportInput is the input of export_history, save_script and save_notebook.
+// DeleteHistoryOutput is the structured content of delete_history.
+type DeleteHistoryOutput struct {
+	SessionID string         `json:"session_id"`
+	Removed   []RemovedBlock `json:"removed"`
+	Left      int            `json:"left"`
+}
+
+// RemovedBlock is a block delete_history removed.
+type RemovedBlock struct {
+	Block     int    `json:"block"` // its 1-based number before the delete
+	FirstLine string `json:"first_line"`
+}
+
+// ExportInput is the input of export_history and save_script.
 type ExportInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 	Path      string `json:"path" jsonschema:"file to write, relative to the session's working directory"`
 	Start     *int   `json:"start,omitempty" jsonschema:"first block (0-based slice)"`
 	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
+}
+
+// SaveNotebookInput is the input of save_notebook.
+type SaveNotebookInput struct {
+	ExportInput
+	SkipErrors bool `json:"skip_errors,omitempty" jsonschema:"leave out the blocks whose status is error"`
 }
 
 // RerunInput is the input of rerun_code.
@@ -92,6 +115,9 @@ type BlockSummary struct {
 	ExecutionCount int        `json:"execution_count"`
 	Result         string     `json:"result,omitempty"`
 	Error          *ErrorInfo `json:"error,omitempty"`
+	// Outputs is rerun_code's comparison with the outputs recorded
+	// before: "same", or "changed: " and what changed (stdout, image/png...).
+	Outputs string `json:"outputs,omitempty"`
 }
 
 func (s *Server) addHistoryTools() {
@@ -102,7 +128,7 @@ func (s *Server) addHistoryTools() {
 	addTool(s, &mcp.Tool{Name: "save_script", Description: "Write the history's code as a .py script with # %% cells."}, s.saveScript)
 	addTool(s, &mcp.Tool{Name: "save_notebook", Description: "Write the history as a .ipynb notebook with outputs and plots."}, s.saveNotebook)
 	addTool(s, &mcp.Tool{Name: "run_notebook", Description: "Run a notebook or py:percent script cell by cell into the history; stops at the first error."}, s.runNotebook)
-	addTool(s, &mcp.Tool{Name: "rerun_code", Description: "Restart the kernel, then re-run history blocks (default all), stopping at the first error."}, s.rerunCode)
+	addTool(s, &mcp.Tool{Name: "rerun_code", Description: "Restart the kernel and re-run history blocks (default all) in place, stopping at the first error; says which outputs changed."}, s.rerunCode)
 
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: "session://{session_id}/history",
@@ -136,34 +162,70 @@ func (s *Server) getHistory(ctx context.Context, req *mcp.CallToolRequest, in Hi
 	return textResult(text), out, nil
 }
 
-func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in DeleteHistoryInput) (*mcp.CallToolResult, ExportOutput, error) {
-	if in.Start == nil {
-		return errResult[ExportOutput]("delete_history needs start: the 0-based index of the first block to delete")
+func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in DeleteHistoryInput) (*mcp.CallToolResult, DeleteHistoryOutput, error) {
+	switch {
+	case in.Blocks != nil && (in.Start != nil || in.End != nil):
+		return errResult[DeleteHistoryOutput]("give either blocks (1-based numbers, as the transcript shows them) or start/end (a 0-based slice), not both; nothing was deleted")
+	case in.Blocks == nil && in.Start == nil:
+		return errResult[DeleteHistoryOutput]("delete_history needs start (the 0-based index of the first block to delete) or blocks (1-based numbers, as the transcript shows them)")
 	}
 	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
-		return errResult[ExportOutput]("%v", err)
+		return errResult[DeleteHistoryOutput]("%v", err)
 	}
 	// In its turn, so that no run records a block between the read of the
 	// history and its rewrite.
 	release, err := s.eng.WaitTurn(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
 	if err != nil {
-		return errResult[ExportOutput]("%v", err)
+		return errResult[DeleteHistoryOutput]("%v", err)
 	}
 	defer release()
-	removed, left, err := ss.DeleteHistory(in.Start, in.End)
+	var removed []engine.Removed
+	var left int
+	if in.Blocks != nil {
+		removed, left, err = ss.DeleteBlocks(in.Blocks)
+	} else {
+		removed, left, err = ss.DeleteHistory(in.Start, in.End)
+	}
 	if err != nil && !errors.Is(err, history.ErrNotDurable) {
-		return errResult[ExportOutput]("%v", err)
+		return errResult[DeleteHistoryOutput]("%v", err)
 	}
-	msg := fmt.Sprintf("Deleted %d block(s) from session %q; %d remain.", removed, ss.ID(), left)
+	out := DeleteHistoryOutput{SessionID: ss.ID(), Removed: []RemovedBlock{}, Left: left}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Deleted %d block(s) from session %q; %d remain.", len(removed), ss.ID(), left)
 	if err != nil {
-		msg += fmt.Sprintf(" The history file was rewritten, but: %v", err)
+		fmt.Fprintf(&b, " The history file was rewritten, but: %v", err)
 	}
-	return textResult(msg), ExportOutput{SessionID: ss.ID(), Blocks: removed}, nil
+	for _, r := range removed {
+		line := firstLine(r.Entry.Code)
+		out.Removed = append(out.Removed, RemovedBlock{Block: r.Number, FirstLine: line})
+		fmt.Fprintf(&b, "\n[%d] %s", r.Number, line)
+	}
+	return textResult(b.String()), out, nil
+}
+
+// firstLine is the first non-blank line of code, cut to 100 characters, to
+// name a block by.
+func firstLine(code string) string {
+	for l := range strings.Lines(code) {
+		if l = strings.TrimRight(l, " \t\r\n"); strings.TrimSpace(l) != "" {
+			if r := []rune(l); len(r) > 100 {
+				return string(r[:100]) + "…"
+			}
+			return l
+		}
+	}
+	return "(empty)"
 }
 
 // export renders a slice of the history and writes it atomically.
 func (s *Server) export(in ExportInput, what string, render func([]history.Entry, int, *engine.Session) ([]byte, error)) (*mcp.CallToolResult, ExportOutput, error) {
+	return s.exportSome(in, what, nil, render)
+}
+
+// exportSome is export of the entries keep keeps of the slice, when keep
+// is not nil; keep also says, for the result, what it left out.
+func (s *Server) exportSome(in ExportInput, what string, keep func([]history.Entry) ([]history.Entry, string), render func([]history.Entry, int, *engine.Session) ([]byte, error)) (*mcp.CallToolResult, ExportOutput, error) {
 	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[ExportOutput]("%v", err)
@@ -173,6 +235,10 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 		return errResult[ExportOutput]("cannot write the %s: %v", what, err)
 	}
 	entries, first := ss.Slice(in.Start, in.End)
+	note := ""
+	if keep != nil {
+		entries, note = keep(entries)
+	}
 	data, err := render(entries, first, ss)
 	if err != nil {
 		return errResult[ExportOutput]("rendering the %s: %v", what, err)
@@ -183,7 +249,7 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 		return errResult[ExportOutput]("%v", err)
 	}
 	out := ExportOutput{SessionID: ss.ID(), Path: path.String(), Blocks: len(entries), Bytes: len(data)}
-	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s", len(entries), ss.ID(), what, path)), out, nil
+	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s%s", len(entries), ss.ID(), what, path, note)), out, nil
 }
 
 func (s *Server) exportHistory(ctx context.Context, req *mcp.CallToolRequest, in ExportInput) (*mcp.CallToolResult, ExportOutput, error) {
@@ -201,8 +267,16 @@ func (s *Server) saveScript(ctx context.Context, req *mcp.CallToolRequest, in Ex
 	})
 }
 
-func (s *Server) saveNotebook(ctx context.Context, req *mcp.CallToolRequest, in ExportInput) (*mcp.CallToolResult, ExportOutput, error) {
-	return s.export(in, "notebook", func(e []history.Entry, first int, ss *engine.Session) ([]byte, error) {
+func (s *Server) saveNotebook(ctx context.Context, req *mcp.CallToolRequest, in SaveNotebookInput) (*mcp.CallToolResult, ExportOutput, error) {
+	var keep func([]history.Entry) ([]history.Entry, string)
+	if in.SkipErrors {
+		keep = func(e []history.Entry) ([]history.Entry, string) {
+			n := len(e)
+			e = slices.DeleteFunc(e, func(e history.Entry) bool { return e.Status == "error" })
+			return e, fmt.Sprintf("\nLeft out %d block(s) that failed (status error).", n-len(e))
+		}
+	}
+	return s.exportSome(in.ExportInput, "notebook", keep, func(e []history.Entry, first int, ss *engine.Session) ([]byte, error) {
 		return history.Notebook(e, first, ss.NotebookMeta())
 	})
 }
@@ -215,11 +289,19 @@ func (s *Server) replay(ctx context.Context, r *engine.Run, ss *engine.Session, 
 		last    RunOutput
 		blocks  []BlockSummary
 	)
+	code, k := 0, 0
+	for _, e := range entries {
+		if e.IsCode() {
+			code++
+		}
+	}
 	for i, e := range entries {
 		n := first + i
 		if !e.IsCode() {
 			continue // a notebook's text cell
 		}
+		k++
+		r.SetProgress(k, code)
 		c, out, err := s.runBlock(ctx, r, ss, e.Code, "rerun", timeout)
 		if err != nil {
 			return errResult[RunOutput]("re-running block [%d]: %v", n, err)
@@ -295,8 +377,117 @@ func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in Rer
 		if err := ss.Restart(ctx); err != nil {
 			return errResult[RunOutput]("session %q: restart failed: %v", ss.ID(), err)
 		}
-		return s.limitJoined(s.replay(ctx, r, ss, entries, first, timeout))
+		return s.limitJoined(s.rerunInPlace(ctx, r, ss, entries, first, timeout))
 	}, runHandoff(ss))
+}
+
+// rerunInPlace is rerun_code's Run All: it runs the code blocks of entries
+// (numbered from first) again in order, each recorded in its own place in
+// the history, and compares each block's new outputs with those recorded
+// before (history.SameOutputs). Like replay, it stops at the first block
+// that does not succeed; the blocks after it keep their earlier outputs.
+// The result shows in full only the blocks whose outputs changed and the
+// one that stopped the run; the others get one line each. The caller
+// holds the execution right, so the indices stay those of entries.
+func (s *Server) rerunInPlace(ctx context.Context, r *engine.Run, ss *engine.Session, entries []history.Entry, first int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
+	var (
+		content []mcp.Content
+		last    = RunOutput{SessionID: ss.ID(), RunID: r.ID(), Status: "ok", Displays: []Display{}}
+		blocks  []BlockSummary
+		differ  []string
+		code    int
+	)
+	for _, e := range entries {
+		if e.IsCode() {
+			code++
+		}
+	}
+	k := 0
+	for i, e := range entries {
+		n := first + i
+		if !e.IsCode() {
+			continue // a notebook's text cell
+		}
+		k++
+		r.SetProgress(k, code)
+		b, old, err := r.RerunBlock(ctx, n-1, timeout)
+		if err != nil {
+			return errResult[RunOutput]("re-running block [%d]: %v", n, err)
+		}
+		out := RunOutput{SessionID: ss.ID(), RunID: r.ID(), Displays: []Display{}, Status: b.Status, Note: b.Note, ElapsedMS: b.Elapsed().Milliseconds()}
+		c := s.renderFor(ss, b.Result, &out, b.Shown)
+		sum := BlockSummary{Block: n, Status: out.Status, ExecutionCount: out.ExecutionCount, Outputs: "same"}
+		lo, hi := n-1, n
+		now, _ := ss.Slice(&lo, &hi)
+		changed := ""
+		if len(now) == 1 {
+			changed = history.DiffOutputs(old.Outputs, now[0].Outputs)
+		}
+		if changed != "" {
+			sum.Outputs = "changed: " + changed
+			differ = append(differ, fmt.Sprintf("[%d]", n))
+		}
+		if changed != "" || out.Status != "ok" {
+			sum.Result, sum.Error = out.Result, out.Error
+			head := fmt.Sprintf("[%d] %s", n, out.Status)
+			if changed != "" {
+				head += fmt.Sprintf(", outputs differ from those recorded before (%s):", changed)
+			}
+			content = append(content, &mcp.TextContent{Text: head})
+			content = append(content, c...)
+		} else {
+			content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%d] %s, same outputs", n, out.Status)})
+		}
+		blocks = append(blocks, sum)
+		last = out
+		if out.Status != "ok" {
+			break
+		}
+	}
+	last.Blocks = blocks
+	if len(entries) == 0 {
+		return textResult("No blocks in that range."), last, nil
+	}
+	head := rerunHeadline(entries, first, blocks, differ)
+	res := &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}
+	if last.Status != "ok" {
+		res.IsError = true
+	}
+	return res, last, nil
+}
+
+// rerunHeadline sums up rerunInPlace: how many code blocks ran (a
+// notebook's text cells never run), where it stopped, and which blocks'
+// outputs differ from those recorded before.
+func rerunHeadline(entries []history.Entry, first int, blocks []BlockSummary, differ []string) string {
+	code := 0
+	for _, e := range entries {
+		if e.IsCode() {
+			code++
+		}
+	}
+	if code == 0 || len(blocks) == 0 {
+		return replayHeadline(entries, first, blocks)
+	}
+	cmp := "all outputs match those recorded before."
+	if len(differ) > 0 {
+		cmp = "outputs differ in " + strings.Join(differ, ", ") + "."
+	}
+	last := blocks[len(blocks)-1]
+	if last.Status != "ok" {
+		head := replayHeadline(entries, first, blocks)
+		// "... 3 of 4 blocks ran." gets the comparison after it.
+		head = strings.TrimSuffix(head, ".") + "; " + cmp
+		if len(blocks) < code {
+			head += fmt.Sprintf(" The blocks after [%d] did not run and keep their earlier outputs.", last.Block)
+		}
+		return head
+	}
+	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]) in a fresh kernel, in place: %d of %d ran; %s", code, first, first+len(entries)-1, len(blocks), code, cmp)
+	if text := len(entries) - code; text > 0 {
+		head += fmt.Sprintf(" %d text cell(s) among them were skipped.", text)
+	}
+	return head
 }
 
 // runSlice is run_code's history form: re-run blocks in the live kernel.

@@ -187,6 +187,7 @@ func (s *Server) runCells(ctx context.Context, r *engine.Run, ss *engine.Session
 			r.Record(history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.Generation(), Start: now, End: now, Outputs: []history.Output{}})
 			continue
 		}
+		r.SetProgress(n-lo+1, total)
 		cc, out, err := s.runBlock(ctx, r, ss, c.Source, "notebook:"+path, timeout)
 		if err != nil {
 			return errResult[RunOutput]("running code cell %d of %s: %v", n, name, err)

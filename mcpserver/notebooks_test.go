@@ -79,3 +79,23 @@ func TestReplayHeadlineCountsCodeBlocks(t *testing.T) {
 		t.Errorf("text only: %q", got)
 	}
 }
+
+// rerun_code's headline counts code blocks only, names the blocks whose
+// outputs differ, and says that the blocks after a failure did not run.
+func TestRerunHeadline(t *testing.T) {
+	md := history.Entry{Code: "# Title", CellType: "markdown"}
+	code := history.Entry{Code: "x = 1"}
+	entries := []history.Entry{md, code, code, md, code}
+	ok := []BlockSummary{{Block: 2, Status: "ok"}, {Block: 3, Status: "ok"}, {Block: 5, Status: "ok"}}
+	if got, want := rerunHeadline(entries, 1, ok, []string{"[3]"}), "Re-ran 3 block(s) ([1] to [5]) in a fresh kernel, in place: 3 of 3 ran; outputs differ in [3]. 2 text cell(s) among them were skipped."; got != want {
+		t.Errorf("all ran:\n%q, want\n%q", got, want)
+	}
+	if got, want := rerunHeadline(entries, 1, ok, nil), "Re-ran 3 block(s) ([1] to [5]) in a fresh kernel, in place: 3 of 3 ran; all outputs match those recorded before. 2 text cell(s) among them were skipped."; got != want {
+		t.Errorf("all match:\n%q, want\n%q", got, want)
+	}
+	failed := []BlockSummary{{Block: 2, Status: "ok"}, {Block: 3, Status: "error", Error: &ErrorInfo{EName: "NameError", EValue: "name 'y' is not defined"}}}
+	got := rerunHeadline(entries, 1, failed, []string{"[3]"})
+	if !strings.HasPrefix(got, "Stopped at block [3]: NameError") || !strings.HasSuffix(got, " 2 of 3 blocks ran; outputs differ in [3]. The blocks after [3] did not run and keep their earlier outputs.") {
+		t.Errorf("stopped: %q", got)
+	}
+}

@@ -145,9 +145,13 @@ func (s *Server) sendProgress(r *engine.Run, line string) {
 	if a == nil || a.token == nil {
 		return
 	}
+	v := r.View()
 	msg := line
 	if msg == "" {
-		msg = fmt.Sprintf("running for %d s", r.View().ElapsedMS/1000)
+		msg = fmt.Sprintf("running for %d s", v.ElapsedMS/1000)
+	}
+	if v.Progress != "" {
+		msg = v.Progress + ": " + msg
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

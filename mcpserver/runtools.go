@@ -248,7 +248,11 @@ func handoffResult(ss *engine.Session, v engine.RunView, label, output string, b
 		}
 		fallthrough
 	default:
-		fmt.Fprintf(&b, "Run %s in session %q is still running after %v; it goes on in the kernel. Call wait_run %s for more output and the result; interrupt_session stops it.", v.RunID, ss.ID(), (time.Duration(v.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond), ref)
+		at := ""
+		if v.Progress != "" {
+			at = ", at " + v.Progress
+		}
+		fmt.Fprintf(&b, "Run %s in session %q is still running after %v%s; it goes on in the kernel. Call wait_run %s for more output and the result; interrupt_session stops it.", v.RunID, ss.ID(), (time.Duration(v.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond), at, ref)
 	}
 	if output != "" {
 		b.WriteString("\n" + label + "\n")

@@ -309,6 +309,9 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ s
 		}
 		if r := row.Run; r != nil {
 			fmt.Fprintf(&text, ", run %s %s for %.1f s", r.RunID, r.Status, float64(r.ElapsedMS)/1000)
+			if r.Progress != "" {
+				fmt.Fprintf(&text, ", at %s", r.Progress)
+			}
 			if r.LastLine != "" {
 				fmt.Fprintf(&text, " (last output: %q)", r.LastLine)
 			}
@@ -529,6 +532,9 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	fmt.Fprintf(&text, "History entries: %d\n", info.History)
 	if r := info.Run; r != nil {
 		fmt.Fprintf(&text, "Run in progress: %s (%s), %s for %.1f s", r.RunID, r.Tool, r.Status, float64(r.ElapsedMS)/1000)
+		if r.Progress != "" {
+			fmt.Fprintf(&text, ", at %s", r.Progress)
+		}
 		if r.Prompt != "" {
 			fmt.Fprintf(&text, ", asking %q", r.Prompt)
 		}
