@@ -28,6 +28,7 @@ const (
 	getValueMaxCells = 250_000
 	getValueMaxBytes = 5 << 20
 	maxVariables     = 500
+	maxFrameColumns  = 50 // a DataFrame's columns list_variables names
 	queryTimeout     = engine.QueryTimeout
 )
 
@@ -37,6 +38,8 @@ const (
 type GetValueInput struct {
 	SessionID  string `json:"session_id,omitempty" jsonschema:"the session (default \"default\")"`
 	Expression string `json:"expression" jsonschema:"a Python expression evaluated in the session's namespace, e.g. df.head(3) or model.params"`
+	Orient     string `json:"orient,omitempty" jsonschema:"DataFrames as split {columns, index, data} (default) or records {columns, index, records}"`
+	Head       *int   `json:"head,omitempty" jsonschema:"return only the first n rows (DataFrame) or items (Series, list, array, dict)"`
 }
 
 // CompleteInput is the input of complete.
@@ -82,6 +85,8 @@ type EstimateOLSInput struct {
 	Y         string   `json:"y" jsonschema:"the dependent column"`
 	X         []string `json:"x" jsonschema:"the regressor columns (a constant is added)"`
 	Robust    bool     `json:"robust,omitempty" jsonschema:"heteroskedasticity-robust (HC3) standard errors"`
+	Cov       string   `json:"cov,omitempty" jsonschema:"standard errors: nonrobust (default), HC0 to HC3, or HAC (Newey-West, needs maxlags)"`
+	MaxLags   *int     `json:"maxlags,omitempty" jsonschema:"lags of autocorrelation for cov HAC"`
 }
 
 // PlotDataInput is the input of plot_data.
@@ -101,9 +106,17 @@ type GetValueOutput struct {
 	Expression string `json:"expression"`
 	// Type is the Python type of the value, e.g. pandas.core.frame.DataFrame.
 	Type string `json:"type"`
-	// Value is the value as JSON: a DataFrame as {columns, index, records},
-	// a Series as {name, index, values}; NaN, NaT and None as null.
+	// Shape says how big the whole value is, e.g. "203 rows x 4 columns".
+	Shape string `json:"shape,omitempty"`
+	// Value is the value as JSON: a DataFrame as {columns, index, data}
+	// (orient split) or {columns, index, records}, a Series as {name,
+	// index, values}; NaN, NaT and None as null.
 	Value any `json:"value"`
+	// Shown and Total are set when head left part of the value out: Shown
+	// of Total rows or items are in Value.
+	Shown int    `json:"shown,omitempty"`
+	Total int    `json:"total,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // Variable is one row of list_variables.
@@ -177,7 +190,11 @@ type EstimateOLSOutput struct {
 	JarqueBera     TestStat      `json:"jarque_bera"`
 	BreuschGodfrey TestStat      `json:"breusch_godfrey"`
 	CovType        string        `json:"cov_type"`
+	MaxLags        int           `json:"maxlags,omitempty"` // of cov_type HAC
 	Summary        string        `json:"summary"`
+	// Note says when the residuals look autocorrelated and the standard
+	// errors assume they are not.
+	Note string `json:"note,omitempty"`
 	// RunID and Status are set when the call handed the fit off as a run
 	// still going (see wait_run).
 	RunID  string `json:"run_id,omitempty"`
@@ -186,7 +203,7 @@ type EstimateOLSOutput struct {
 
 func (s *Server) addDataTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate a Python expression in a session and return its value as real JSON (structured content): numbers, strings, lists, dicts, datetimes (ISO strings), numpy arrays and scalars, pandas DataFrames ({columns, index, records}) and Series ({name, index, values}); NaN and NaT become null. Names the type when a value cannot be converted.", OutputSchema: getValueSchema()}, s.getValue)
+	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate a Python expression in a session and return its value as real JSON (structured content): numbers, strings, lists, dicts, datetimes (ISO strings), numpy arrays and scalars, pandas DataFrames ({columns, index, data}) and Series ({name, index, values}); NaN and NaT become null. Names the type when a value cannot be converted.", OutputSchema: getValueSchema()}, s.getValue)
 	addTool(s, &mcp.Tool{Name: "list_variables", Description: "The user's variables in a session: name, type, shape or length, dtype and a short repr (modules, builtins and _names left out). Fast even with huge objects: nothing is printed whole.", Annotations: ro}, s.listVariables)
 	addTool(s, &mcp.Tool{Name: "complete", Description: "Code completions from the session's kernel at cursor_pos (default: the end of code), e.g. code \"import os; os.pa\" offers os.path.", Annotations: ro}, s.complete)
 	addTool(s, &mcp.Tool{Name: "inspect", Description: "The kernel's help for the name at cursor_pos (default: the end of code): signature and docstring, like obj? in Jupyter; detail_level 1 adds the source.", Annotations: ro}, s.inspect)
@@ -261,7 +278,22 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err != nil {
 		return errResult[GetValueOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, engine.PyGetValue, map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells})
+	orient := strings.ToLower(strings.TrimSpace(in.Orient))
+	switch orient {
+	case "":
+		orient = "split"
+	case "split", "records":
+	default:
+		return errResult[GetValueOutput]("orient %q is not split or records", in.Orient)
+	}
+	args := map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells, "orient": orient}
+	if in.Head != nil {
+		if *in.Head < 0 {
+			return errResult[GetValueOutput]("head is a number of rows or items, 0 or more, not %d", *in.Head)
+		}
+		args["head"] = *in.Head
+	}
+	raw, err := s.query(ctx, req, ss, engine.PyGetValue, args)
 	if err != nil {
 		var pe *engine.PyError
 		if errors.As(err, &pe) {
@@ -271,7 +303,11 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	}
 	var v struct {
 		Type      string          `json:"type"`
+		Shape     string          `json:"shape"`
 		Value     json.RawMessage `json:"value"`
+		Total     int             `json:"total"`
+		Shown     int             `json:"shown"`
+		Unit      string          `json:"unit"`
 		EvalError *struct {
 			EName  string `json:"ename"`
 			EValue string `json:"evalue"`
@@ -289,9 +325,33 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err := dec.Decode(&value); err != nil {
 		return errResult[GetValueOutput]("bad value from the kernel: %v", err)
 	}
-	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Value: value}
-	text, _ := history.CutMiddle(string(v.Value), s.cfg.OutputLimit)
-	return textResult(fmt.Sprintf("%s (%s):\n%s", in.Expression, v.Type, text)), out, nil
+	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Shape: v.Shape, Value: value, Shown: v.Shown, Total: v.Total}
+	if v.Total > 0 {
+		out.Note = fmt.Sprintf("showing %d of %d %s", v.Shown, v.Total, v.Unit)
+	}
+	return textResult(getValueText(in.Expression, out, v.Value)), out, nil
+}
+
+// getValueInline is the most JSON of a value that get_value's text carries
+// too: a short value is read in the text at no cost, a longer one only in
+// the structured content.
+const getValueInline = 200
+
+// getValueText is get_value's text: a summary of the value, which is carried
+// once, in the structured content (its JSON only when it is short).
+func getValueText(expr string, out GetValueOutput, raw json.RawMessage) string {
+	what := out.Type
+	if out.Shape != "" {
+		what += ", " + out.Shape
+	}
+	text := fmt.Sprintf("%s (%s)", expr, what)
+	if out.Note != "" {
+		text += "; " + out.Note
+	}
+	if len(raw) <= getValueInline {
+		return text + ":\n" + string(raw)
+	}
+	return text + fmt.Sprintf(": %d characters of JSON, in the structured content (value).", len(raw))
 }
 
 func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, ListVariablesOutput, error) {
@@ -299,7 +359,7 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables})
+	raw, err := s.query(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables, "max_columns": maxFrameColumns})
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
