@@ -240,7 +240,7 @@ func handoffResult(ss *engine.Session, v engine.RunView, label, output string, b
 		if v.Password {
 			what = "getpass()"
 		}
-		fmt.Fprintf(&b, "Run %s in session %q waits for input: the code called %s with the prompt %q. Answer with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, then call wait_run %s; interrupt_session stops the run instead.", v.RunID, ss.ID(), what, v.Prompt, ss.ID(), v.RunID, ref)
+		fmt.Fprintf(&b, "Run %s in session %q waits for input: the code called %s with the prompt %q. Answer with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, which then waits for the run as wait_run does; interrupt_session stops the run instead.", v.RunID, ss.ID(), what, v.Prompt, ss.ID(), v.RunID)
 	case engine.StatusRunning:
 		if background {
 			fmt.Fprintf(&b, "Run %s in session %q is running in the background. Call wait_run %s for its output and result; interrupt_session stops it.", v.RunID, ss.ID(), ref)
