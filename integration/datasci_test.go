@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -80,7 +81,7 @@ thing = Thing()`)
 		{"arr", "numpy.ndarray", `[[1, 2], [3, 4]]`},
 		{"arrnan", "numpy.ndarray", `[1.0, null, null]`},
 		{"series", "Series", `{"name": "s", "index": ["x", "y"], "values": [1.0, null]}`},
-		{"frame", "DataFrame", `{"columns": ["a", "b", "t"], "index": [0, 1], "records": [{"a": 1, "b": "x", "t": "2024-01-01T00:00:00"}, {"a": 2, "b": null, "t": null}]}`},
+		{"frame", "DataFrame", `{"columns": ["a", "b", "t"], "index": [0, 1], "data": [[1, "x", "2024-01-01T00:00:00"], [2, null, null]]}`},
 		{"arr.sum() * 2", "numpy.int64", `20`},
 		{"None", "NoneType", `null`},
 		{"  i  ", "int", `42`},
@@ -121,8 +122,7 @@ thing = Thing()`)
 		"x = 1":              "SyntaxError",
 		"{1j: 2}":            "complex cannot be a JSON key",
 		"{1: 'a', '1': 'b'}": "two keys that are both '1'",
-		"pd.DataFrame([[1, 2]], columns=['a', 'a'])": "column names repeat",
-		"np.zeros(300_000)":                          "more than 250000 elements",
+		"np.zeros(300_000)":  "more than 250000 elements",
 	} {
 		res := s.call("get_value", map[string]any{"session_id": "gv", "expression": expr})
 		if !res.IsError || !strings.Contains(text(res), want) {
@@ -136,6 +136,78 @@ thing = Thing()`)
 	}
 	if res := s.call("get_value", map[string]any{"session_id": "nosuch", "expression": "1"}); !res.IsError || !strings.Contains(text(res), "no session") {
 		t.Errorf("get_value in a missing session: %s", text(res))
+	}
+}
+
+// TestGetValueSplitAndHead: DataFrames come in split form by default, their
+// column labels keeping their type, or as records on request; head returns
+// the first rows or items with a note of how many there are; the value is
+// carried once, in the structured content, and the text is a summary.
+func TestGetValueSplitAndHead(t *testing.T) {
+	requirePython(t, "pandas")
+	s := startServer(t)
+	s.mustRun("gv", `import pandas as pd
+years = pd.DataFrame([[1.5, 2.5], [3.5, None]], columns=[2020, 2021], index=["a", "b"])
+series = pd.Series(range(203), name="n")
+dup = pd.DataFrame([[1, 2]], columns=["x", "x"])`)
+	raw := func(res *mcp.CallToolResult) string {
+		t.Helper()
+		if res.IsError {
+			t.Fatalf("get_value: %s", text(res))
+		}
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := raw(s.call("get_value", map[string]any{"session_id": "gv", "expression": "years"})); !strings.Contains(got, `"value":{"columns":[2020,2021],"data":[[1.5,2.5],[3.5,null]],"index":["a","b"]}`) {
+		t.Errorf("split form with int labels: %s", got)
+	}
+	if got := raw(s.call("get_value", map[string]any{"session_id": "gv", "expression": "years", "orient": "records"})); !strings.Contains(got, `"records":[{"2020":1.5,"2021":2.5},{"2020":3.5,"2021":null}]`) {
+		t.Errorf("records: %s", got)
+	}
+	if got := raw(s.call("get_value", map[string]any{"session_id": "gv", "expression": "dup"})); !strings.Contains(got, `"columns":["x","x"]`) {
+		t.Errorf("split form of repeated labels: %s", got)
+	}
+	if res := s.call("get_value", map[string]any{"session_id": "gv", "expression": "dup", "orient": "records"}); !res.IsError || !strings.Contains(text(res), "column names repeat") {
+		t.Errorf("records of repeated labels: %s", text(res))
+	}
+
+	res := s.call("get_value", map[string]any{"session_id": "gv", "expression": "series", "head": 100})
+	out := structured[struct {
+		Shape string `json:"shape"`
+		Value struct {
+			Index  []int `json:"index"`
+			Values []int `json:"values"`
+		} `json:"value"`
+		Shown int    `json:"shown"`
+		Total int    `json:"total"`
+		Note  string `json:"note"`
+	}](t, res)
+	if len(out.Value.Values) != 100 || out.Value.Index[99] != 99 || out.Shown != 100 || out.Total != 203 || out.Note != "showing 100 of 203 values" || out.Shape != "203 values" {
+		t.Errorf("head 100 of a 203-value Series: %+v", out)
+	}
+	if !strings.Contains(text(res), "showing 100 of 203 values") || !strings.Contains(text(res), ",98,99]") || strings.Contains(text(res), ",100,") {
+		t.Errorf("head's text must say how much is left out and carry the first 100 values only: %s", text(res))
+	}
+	// A short preview is in the text too.
+	if got := text(s.call("get_value", map[string]any{"session_id": "gv", "expression": "series", "head": 3})); !strings.Contains(got, `showing 3 of 203 values:`) || !strings.Contains(got, `"values":[0,1,2]`) {
+		t.Errorf("head 3: %s", got)
+	}
+	// The whole Series, in each form (a client shows its model one of them).
+	res = s.call("get_value", map[string]any{"session_id": "gv", "expression": "series"})
+	if got := raw(res); !strings.Contains(got, `"values":[0,1,2,`) || !strings.Contains(text(res), ",201,202]}") || strings.Contains(got, `"note"`) {
+		t.Errorf("the whole series: text %q, structured %.200s", text(res), got)
+	}
+	for want, args := range map[string]map[string]any{
+		`orient "columns" is not split or records`: {"expression": "years", "orient": "columns"},
+		"head is a number of rows or items":        {"expression": "years", "head": -1},
+	} {
+		args["session_id"] = "gv"
+		if res := s.call("get_value", args); !res.IsError || !strings.Contains(text(res), want) {
+			t.Errorf("get_value %v: %s", args, text(res))
+		}
 	}
 }
 
@@ -355,6 +427,51 @@ func TestDataTools(t *testing.T) {
 	if res.IsError || !strings.Contains(text(res), "missing values per column") || !regexp.MustCompile(`\bz\s+1\b`).MatchString(text(res)) {
 		t.Fatalf("describe_data: %s", text(res))
 	}
+	// Only the columns that have missing values are listed.
+	if regexp.MustCompile(`(?m)^(x|y|label)\s+0$`).MatchString(text(res)) {
+		t.Errorf("describe_data lists columns with no missing values: %s", text(res))
+	}
+	// A wide table is shown whole, one line per row, not wrapped at 80
+	// characters with backslash continuations.
+	wide := "id," + strings.Join(func() []string {
+		var cols []string
+		for i := range 14 {
+			cols = append(cols, fmt.Sprintf("measurement_%d", i))
+		}
+		return cols
+	}(), ",") + "\n"
+	for r := range 3 {
+		wide += fmt.Sprint(r)
+		for i := range 14 {
+			wide += fmt.Sprintf(",%d.125", 1000*r+i)
+		}
+		wide += "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wide.csv"), []byte(wide), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"load_data", map[string]any{"session_id": "eda", "path": "wide.csv", "name": "wide"}},
+		{"describe_data", map[string]any{"session_id": "eda", "name": "wide"}},
+	} {
+		res := s.call(call.tool, call.args)
+		got := text(res)
+		oneLine := call.tool != "load_data" || regexp.MustCompile(`(?m)^ +id +measurement_0 .*measurement_13$`).MatchString(got)
+		if res.IsError || strings.Contains(got, "\\\n") || !oneLine {
+			t.Errorf("%s of a 15-column frame, wrapped or cut: %s", call.tool, got)
+		}
+		if call.tool == "describe_data" && !strings.Contains(got, "no missing values") {
+			t.Errorf("describe_data of a frame with no missing values: %s", got)
+		}
+	}
+	// list_variables names every column of a frame, up to 50.
+	s.mustRun("eda", "wider = pd.DataFrame({f'c{i}': [i] for i in range(60)})")
+	if got := text(s.call("list_variables", map[string]any{"session_id": "eda"})); !strings.Contains(got, "measurement_12, measurement_13") || !strings.Contains(got, "c48, c49, ... and 10 more") {
+		t.Errorf("list_variables of frames with 15 and 60 columns: %s", got)
+	}
 	res = s.call("plot_data", map[string]any{"session_id": "eda", "kind": "scatter", "x": "x", "y": "y"})
 	if res.IsError || !slices.ContainsFunc(res.Content, func(c mcp.Content) bool { _, ok := c.(*mcp.ImageContent); return ok }) {
 		t.Fatalf("plot_data: %s", text(res))
@@ -372,7 +489,7 @@ func TestDataTools(t *testing.T) {
 		t.Errorf("load_data of a missing file: %s", text(res))
 	}
 	hist := text(s.call("get_history", map[string]any{"session_id": "eda"}))
-	for _, want := range []string{"pd.read_csv(", ".describe(include=\"all\")", ".plot(kind=\"scatter\""} {
+	for _, want := range []string{"pd.read_csv(", ".describe(include=\"all\")", ".plot(kind=\"scatter\"", `pd.set_option("display.expand_frame_repr", False`} {
 		if !strings.Contains(hist, want) {
 			t.Errorf("history lacks %q:\n%s", want, hist)
 		}
@@ -578,6 +695,80 @@ df = pd.DataFrame({"y": [1.0, 2, 3], "x": [1.0, 2, 4]})`)
 	res = s.call("estimate_ols", map[string]any{"session_id": "nostats", "y": "y", "x": []string{"x"}})
 	if !res.IsError || !strings.Contains(text(res), "install_package") || !strings.Contains(text(res), `"statsmodels"`) {
 		t.Errorf("estimate_ols without statsmodels: %s", text(res))
+	}
+}
+
+// TestEstimateOLSHAC: cov HAC gives the Newey-West standard errors that
+// statsmodels' own fit(cov_type="HAC") gives on the same data in the same
+// kernel; residuals with AR(1) errors bring a note naming cov HAC, white
+// noise does not.
+func TestEstimateOLSHAC(t *testing.T) {
+	requirePython(t, "numpy", "pandas", "statsmodels")
+	s := startServer(t)
+	s.mustRun("hac", `import numpy as np, pandas as pd, statsmodels.api as sm
+rng = np.random.default_rng(3)
+n = 300
+x = rng.normal(size=n).cumsum() / 10
+u = rng.normal(size=n)
+e = np.zeros(n)
+for t in range(1, n):
+    e[t] = 0.8 * e[t - 1] + u[t]
+ar = pd.DataFrame({"x": x, "y": 1 + 2 * x + e})
+wn = pd.DataFrame({"x": x, "y": 1 + 2 * x + u})`)
+	type fit struct {
+		CovType      string  `json:"cov_type"`
+		MaxLags      int     `json:"maxlags"`
+		DurbinWatson float64 `json:"durbin_watson"`
+		Note         string  `json:"note"`
+		Coefficients []struct {
+			Name   string  `json:"name"`
+			StdErr float64 `json:"std_err"`
+		} `json:"coefficients"`
+	}
+	estimate := func(args map[string]any) (fit, string) {
+		t.Helper()
+		args["session_id"] = "hac"
+		res := s.call("estimate_ols", args)
+		if res.IsError {
+			t.Fatalf("estimate_ols %v: %s", args, text(res))
+		}
+		return structured[fit](t, res), text(res)
+	}
+	got, txt := estimate(map[string]any{"name": "ar", "y": "y", "x": []string{"x"}, "cov": "HAC", "maxlags": 4})
+	want := structured[struct {
+		Value []float64 `json:"value"`
+	}](t, s.call("get_value", map[string]any{"session_id": "hac", "expression": `sm.OLS(ar["y"], sm.add_constant(ar[["x"]])).fit(cov_type="HAC", cov_kwds={"maxlags": 4}).bse.tolist()`})).Value
+	if got.CovType != "HAC" || got.MaxLags != 4 || len(got.Coefficients) != 2 || len(want) != 2 || !strings.Contains(txt, "HAC") {
+		t.Fatalf("HAC fit: %+v, statsmodels: %v\n%s", got, want, txt)
+	}
+	for i, c := range got.Coefficients {
+		if math.Abs(c.StdErr-want[i]) > 1e-12*math.Abs(want[i]) {
+			t.Errorf("HAC std err of %s = %v; statsmodels' own: %v", c.Name, c.StdErr, want[i])
+		}
+	}
+	if got.Note != "" {
+		t.Errorf("a HAC fit still suggests HAC: %s", got.Note)
+	}
+
+	got, txt = estimate(map[string]any{"name": "ar", "y": "y", "x": []string{"x"}})
+	if got.DurbinWatson > 1.5 || !strings.Contains(got.Note, "autocorrelated") || !strings.Contains(got.Note, `cov "HAC"`) || !strings.Contains(txt, got.Note) {
+		t.Errorf("AR(1) errors (Durbin-Watson %.2f): note %q\n%s", got.DurbinWatson, got.Note, txt)
+	}
+	got, txt = estimate(map[string]any{"name": "wn", "y": "y", "x": []string{"x"}})
+	if got.Note != "" || strings.Contains(txt, "autocorrelated") {
+		t.Errorf("white noise (Durbin-Watson %.2f): note %q", got.DurbinWatson, got.Note)
+	}
+
+	for want, args := range map[string]map[string]any{
+		"cov HAC needs maxlags":                {"cov": "HAC"},
+		"maxlags is for cov HAC only":          {"maxlags": 2},
+		`cov "bogus" is not one of nonrobust`:  {"cov": "bogus"},
+		"ask for two kinds of standard errors": {"cov": "HAC", "maxlags": 2, "robust": true},
+	} {
+		args["session_id"], args["name"], args["y"], args["x"] = "hac", "ar", "y", []string{"x"}
+		if res := s.call("estimate_ols", args); !res.IsError || !strings.Contains(text(res), want) {
+			t.Errorf("estimate_ols %v: %s", args, text(res))
+		}
 	}
 }
 

@@ -287,6 +287,50 @@ func TestInputElicitation(t *testing.T) {
 	}
 }
 
+// send_input waits for the run as wait_run does: a run that asks again
+// returns the new prompt, one that ends right after the answer returns its
+// final result in the same call, and one still going is handed off.
+func TestSendInputWaits(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	asked := func(res *mcp.CallToolResult, prompt string) runState {
+		t.Helper()
+		st := structured[runState](t, res)
+		if st.Status == "running" || st.Status == "queued" {
+			st = s.waitRunUntil("si", st.RunID, "input request", func(p runState) bool { return p.Status == "input_requested" })
+		}
+		if st.Status != "input_requested" || st.Prompt != prompt {
+			t.Fatalf("want the prompt %q: %+v\n%s", prompt, st, text(res))
+		}
+		return st
+	}
+	res, _ := s.run("si", "a = input('A? ')\nb = input('B? ')\nprint('hello', a, b)")
+	st := asked(res, "A? ")
+	r := s.call("send_input", map[string]any{"session_id": "si", "run_id": st.RunID, "text": "x"})
+	if r.IsError {
+		t.Fatalf("send_input: %s", text(r))
+	}
+	asked(r, "B? ")
+	r = s.call("send_input", map[string]any{"session_id": "si", "run_id": st.RunID, "text": "y"})
+	fin := structured[runState](t, r)
+	if r.IsError || fin.Status != "ok" || fin.Stdout != "hello x y\n" || fin.RunID != st.RunID || !strings.Contains(text(r), "hello x y") || !strings.Contains(text(r), `Answered input() (prompt "B? ")`) {
+		t.Fatalf("send_input to a run that ends after the answer: %+v\n%s", fin, text(r))
+	}
+
+	// Still going after --max-wait: handed off with its run_id.
+	short := startServer(t, "--max-wait", "1")
+	res, _ = short.run("go", "input('go? ')\nimport time\nprint('started', flush=True)\ntime.sleep(120)")
+	st = structured[runState](t, res)
+	if st.Status != "input_requested" {
+		st = short.waitRunUntil("go", st.RunID, "input request", func(p runState) bool { return p.Status == "input_requested" })
+	}
+	r = short.call("send_input", map[string]any{"session_id": "go", "run_id": st.RunID, "text": ""})
+	if p := structured[runState](t, r); r.IsError || p.Status != "running" || p.RunID != st.RunID || !strings.Contains(text(r), "wait_run") {
+		t.Errorf("send_input to a run that goes on: %+v\n%s", p, text(r))
+	}
+	short.call("interrupt_session", map[string]any{"session_id": "go"})
+}
+
 // Without elicitation, a run asking for input hands off as input_requested
 // with the prompt, and send_input answers it. Bad input to the run tools is
 // a clear error.

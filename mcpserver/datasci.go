@@ -28,6 +28,7 @@ const (
 	getValueMaxCells = 250_000
 	getValueMaxBytes = 5 << 20
 	maxVariables     = 500
+	maxFrameColumns  = 50 // a DataFrame's columns list_variables names
 	queryTimeout     = engine.QueryTimeout
 )
 
@@ -37,6 +38,8 @@ const (
 type GetValueInput struct {
 	SessionID  string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 	Expression string `json:"expression" jsonschema:"Python expression, e.g. model.params"`
+	Orient     string `json:"orient,omitempty" jsonschema:"DataFrames as split {columns, index, data} (default) or records"`
+	Head       *int   `json:"head,omitempty" jsonschema:"only the first n rows or items"`
 }
 
 // CompleteInput is the input of complete.
@@ -82,6 +85,8 @@ type EstimateOLSInput struct {
 	Y         string   `json:"y" jsonschema:"dependent column"`
 	X         []string `json:"x" jsonschema:"regressor columns (a constant is added)"`
 	Robust    bool     `json:"robust,omitempty" jsonschema:"HC3 robust standard errors"`
+	Cov       string   `json:"cov,omitempty" jsonschema:"nonrobust (default), HC0-HC3, or HAC (Newey-West; needs maxlags)"`
+	MaxLags   *int     `json:"maxlags,omitempty" jsonschema:"lags for cov HAC"`
 }
 
 // PlotDataInput is the input of plot_data.
@@ -101,9 +106,17 @@ type GetValueOutput struct {
 	Expression string `json:"expression"`
 	// Type is the Python type of the value, e.g. pandas.core.frame.DataFrame.
 	Type string `json:"type"`
-	// Value is the value as JSON: a DataFrame as {columns, index, records},
-	// a Series as {name, index, values}; NaN, NaT and None as null.
+	// Shape says how big the whole value is, e.g. "203 rows x 4 columns".
+	Shape string `json:"shape,omitempty"`
+	// Value is the value as JSON: a DataFrame as {columns, index, data}
+	// (orient split) or {columns, index, records}, a Series as {name,
+	// index, values}; NaN, NaT and None as null.
 	Value any `json:"value"`
+	// Shown and Total are set when head left part of the value out: Shown
+	// of Total rows or items are in Value.
+	Shown int    `json:"shown,omitempty"`
+	Total int    `json:"total,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // Variable is one row of list_variables.
@@ -177,7 +190,11 @@ type EstimateOLSOutput struct {
 	JarqueBera     TestStat      `json:"jarque_bera"`
 	BreuschGodfrey TestStat      `json:"breusch_godfrey"`
 	CovType        string        `json:"cov_type"`
+	MaxLags        int           `json:"maxlags,omitempty"` // of cov_type HAC
 	Summary        string        `json:"summary"`
+	// Note says when the residuals look autocorrelated and the standard
+	// errors assume they are not.
+	Note string `json:"note,omitempty"`
 	// RunID and Status are set when the call handed the fit off as a run
 	// still going (see wait_run).
 	RunID  string `json:"run_id,omitempty"`
@@ -186,7 +203,7 @@ type EstimateOLSOutput struct {
 
 func (s *Server) addDataTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate an expression and return its value as JSON (numpy, pandas included).", OutputSchema: getValueSchema()}, s.getValue)
+	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate an expression and return its value as JSON (numpy, pandas included); head previews.", OutputSchema: getValueSchema()}, s.getValue)
 	addTool(s, &mcp.Tool{Name: "list_variables", Description: "The session's variables: name, type, shape, dtype and a short repr.", Annotations: ro}, s.listVariables)
 	addTool(s, &mcp.Tool{Name: "complete", Description: "Code completions from the kernel at cursor_pos.", Annotations: ro}, s.complete)
 	addTool(s, &mcp.Tool{Name: "inspect", Description: "The kernel's help (obj?) for the name at cursor_pos.", Annotations: ro}, s.inspect)
@@ -261,7 +278,22 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err != nil {
 		return errResult[GetValueOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, engine.PyGetValue, map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells})
+	orient := strings.ToLower(strings.TrimSpace(in.Orient))
+	switch orient {
+	case "":
+		orient = "split"
+	case "split", "records":
+	default:
+		return errResult[GetValueOutput]("orient %q is not split or records", in.Orient)
+	}
+	args := map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells, "orient": orient}
+	if in.Head != nil {
+		if *in.Head < 0 {
+			return errResult[GetValueOutput]("head is a number of rows or items, 0 or more, not %d", *in.Head)
+		}
+		args["head"] = *in.Head
+	}
+	raw, err := s.query(ctx, req, ss, engine.PyGetValue, args)
 	if err != nil {
 		var pe *engine.PyError
 		if errors.As(err, &pe) {
@@ -271,7 +303,11 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	}
 	var v struct {
 		Type      string          `json:"type"`
+		Shape     string          `json:"shape"`
 		Value     json.RawMessage `json:"value"`
+		Total     int             `json:"total"`
+		Shown     int             `json:"shown"`
+		Unit      string          `json:"unit"`
 		EvalError *struct {
 			EName  string `json:"ename"`
 			EValue string `json:"evalue"`
@@ -289,9 +325,31 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err := dec.Decode(&value); err != nil {
 		return errResult[GetValueOutput]("bad value from the kernel: %v", err)
 	}
-	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Value: value}
-	text, _ := history.CutMiddle(string(v.Value), s.cfg.OutputLimit)
-	return textResult(fmt.Sprintf("%s (%s):\n%s", in.Expression, v.Type, text)), out, nil
+	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Shape: v.Shape, Value: value, Shown: v.Shown, Total: v.Total}
+	if v.Total > 0 {
+		out.Note = fmt.Sprintf("showing %d of %d %s", v.Shown, v.Total, v.Unit)
+	}
+	return textResult(getValueText(in.Expression, out, v.Value, s.cfg.OutputLimit)), out, nil
+}
+
+// getValueText is get_value's text: what the value is, then its JSON. A
+// client shows its model either the text (Claude Desktop) or the
+// structured content (Claude Code, VS Code), never knowingly both, so each
+// carries the value once (docs/context.md); past limit characters the text
+// is cut, with a note naming head.
+func getValueText(expr string, out GetValueOutput, raw json.RawMessage, limit int) string {
+	what := out.Type
+	if out.Shape != "" {
+		what += ", " + out.Shape
+	}
+	text := fmt.Sprintf("%s (%s)", expr, what)
+	if out.Note != "" {
+		text += "; " + out.Note
+	}
+	if limit > 0 && len(raw) > limit {
+		return text + fmt.Sprintf(":\n%s\n... (%d characters of JSON, cut at %d here; the structured content has it whole, or ask for fewer with head)", raw[:limit], len(raw), limit)
+	}
+	return text + ":\n" + string(raw)
 }
 
 func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, ListVariablesOutput, error) {
@@ -299,7 +357,7 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables})
+	raw, err := s.query(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables, "max_columns": maxFrameColumns})
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -115,8 +116,8 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	code := fmt.Sprintf("import pandas as pd\n%s = %s\nprint(f\"{%s.shape[0]} rows x {%s.shape[1]} columns\")\nprint(%s.dtypes.to_string())\n%s.head()",
-		name, fmt.Sprintf(reader, engine.PyString(path)), name, name, name, name)
+	code := fmt.Sprintf("import pandas as pd\n%s\n%s = %s\nprint(f\"{%s.shape[0]} rows x {%s.shape[1]} columns\")\nprint(%s.dtypes.to_string())\n%s.head()",
+		pdDisplay, name, fmt.Sprintf(reader, engine.PyString(path)), name, name, name, name)
 	return s.dataRun(ctx, req, in.SessionID, code)
 }
 
@@ -127,9 +128,15 @@ func (s *Server) describeData(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	chk := engine.DataCheck{Tool: "describe_data", Name: name, Columns: []engine.ColumnUse{}}
 	return s.checkedDataRun(ctx, req, in.SessionID, chk, func(engine.DataFacts) string {
-		return fmt.Sprintf("print(\"missing values per column:\")\nprint(%s.isna().sum().to_string())\n%s.describe(include=\"all\").transpose()", name, name)
+		return fmt.Sprintf("import pandas as pd\n%s\nif %s.isna().values.any():\n    print(\"missing values per column:\")\n    print(%s.isna().sum().loc[lambda n: n > 0].to_string())\nelse:\n    print(\"no missing values\")\n%s.describe(include=\"all\").transpose()", pdDisplay, name, name, name)
 	})
 }
+
+// pdDisplay is the line load_data and describe_data run first: tables are
+// shown whole, one line per row, instead of wrapped at 80 characters with
+// backslash continuations; at most 50 columns, beyond which pandas shows
+// "...".
+const pdDisplay = `pd.set_option("display.expand_frame_repr", False, "display.max_columns", 50)`
 
 var plotKinds = []string{"line", "scatter", "hist", "bar", "box"}
 
@@ -218,13 +225,13 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 		xs[i] = engine.PyString(x)
 		chk.Columns = append(chk.Columns, engine.ColumnUse{Role: fmt.Sprintf("x[%d]", i), Column: x, Numeric: "number"})
 	}
-	cov := `"nonrobust"`
-	if in.Robust {
-		cov = `"HC3"`
+	fit, err := olsFitArgs(in)
+	if err != nil {
+		return errResult[EstimateOLSOutput]("%v", err)
 	}
 	const model = "model"
-	code := fmt.Sprintf("import statsmodels.api as sm\n%s = sm.OLS(%s[%s], sm.add_constant(%s[[%s]]), missing=\"drop\").fit(cov_type=%s)\nprint(%s.summary())",
-		model, name, engine.PyString(in.Y), name, strings.Join(xs, ", "), cov, model)
+	code := fmt.Sprintf("import statsmodels.api as sm\n%s = sm.OLS(%s[%s], sm.add_constant(%s[[%s]]), missing=\"drop\").fit(%s)\nprint(%s.summary())",
+		model, name, engine.PyString(in.Y), name, strings.Join(xs, ", "), fit, model)
 
 	ss, err := s.eng.LookupOrCreate(sessionOr(in.SessionID))
 	if err != nil {
@@ -238,6 +245,40 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 	}, func(v engine.RunView, output string) EstimateOLSOutput {
 		return EstimateOLSOutput{SessionID: ss.ID(), Model: model, Coefficients: []Coefficient{}, RunID: v.RunID, Status: v.Status}
 	})
+}
+
+// covTypes are the covariance estimators estimate_ols offers, by the name
+// statsmodels gives them.
+var covTypes = []string{"nonrobust", "HC0", "HC1", "HC2", "HC3", "HAC"}
+
+// olsFitArgs are the arguments of estimate_ols's fit(): the covariance
+// type cov (or HC3 for robust), with maxlags for HAC.
+func olsFitArgs(in EstimateOLSInput) (string, error) {
+	cov := "nonrobust"
+	if in.Cov != "" {
+		i := slices.IndexFunc(covTypes, func(c string) bool { return strings.EqualFold(c, strings.TrimSpace(in.Cov)) })
+		if i < 0 {
+			return "", fmt.Errorf("cov %q is not one of %s", in.Cov, strings.Join(covTypes, ", "))
+		}
+		cov = covTypes[i]
+	}
+	if in.Robust {
+		if in.Cov != "" && cov != "HC3" {
+			return "", fmt.Errorf("robust (HC3) and cov %q ask for two kinds of standard errors: give one", in.Cov)
+		}
+		cov = "HC3"
+	}
+	switch {
+	case cov == "HAC" && in.MaxLags == nil:
+		return "", fmt.Errorf("cov HAC needs maxlags, the lags of autocorrelation the errors may have (a common choice is 4(n/100)^(2/9): 4 for 100 rows, 5 for 300)")
+	case cov == "HAC" && *in.MaxLags < 0:
+		return "", fmt.Errorf("maxlags is 0 or more, not %d", *in.MaxLags)
+	case cov != "HAC" && in.MaxLags != nil:
+		return "", fmt.Errorf("maxlags is for cov HAC only, and cov is %s", cov)
+	case cov == "HAC":
+		return fmt.Sprintf(`cov_type="HAC", cov_kwds={"maxlags": %d}`, *in.MaxLags), nil
+	}
+	return fmt.Sprintf("cov_type=%q", cov), nil
 }
 
 // checkedDataRun is dataRun for a tool that reads a DataFrame: in the
@@ -299,7 +340,35 @@ func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, 
 	if bg := out.BreuschGodfrey; bg.Stat != nil && bg.P != nil {
 		text += fmt.Sprintf("\nBreusch-Godfrey LM (%d lags): %.3f, p = %.4f", bg.Lags, *bg.Stat, *bg.P)
 	}
+	out.Note = autocorrelationNote(out)
+	if out.Note != "" {
+		text += "\n" + out.Note
+	}
 	text += fmt.Sprintf("\nThe fitted result is the variable %s (model.params, model.resid, ...).", model)
 	text, _ = history.CutMiddle(text, s.cfg.OutputLimit)
 	return textResult(text), out, nil
+}
+
+// autocorrelationNote says, for a fit whose standard errors assume
+// uncorrelated errors, when its residuals look autocorrelated: Durbin-Watson
+// far from 2 (below 1.5 or above 2.5) or Breusch-Godfrey p below 0.05.
+func autocorrelationNote(out EstimateOLSOutput) string {
+	if out.CovType == "HAC" {
+		return ""
+	}
+	var signs []string
+	if dw := out.DurbinWatson; dw != nil && (*dw < 1.5 || *dw > 2.5) {
+		signs = append(signs, fmt.Sprintf("Durbin-Watson %.2f", *dw))
+	}
+	if bg := out.BreuschGodfrey; bg.P != nil && *bg.P < 0.05 {
+		signs = append(signs, fmt.Sprintf("Breusch-Godfrey p = %.3g", *bg.P))
+	}
+	if len(signs) == 0 {
+		return ""
+	}
+	lags := 1
+	if out.Nobs > 0 {
+		lags = max(1, int(4*math.Pow(float64(out.Nobs)/100, 2.0/9)))
+	}
+	return fmt.Sprintf("The residuals look autocorrelated (%s), and these standard errors assume they are not: for Newey-West standard errors, call estimate_ols again with cov \"HAC\" and maxlags (e.g. %d).", strings.Join(signs, ", "), lags)
 }

@@ -90,7 +90,7 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 	// One cut for the text and the structured output alike.
 	output, _ = history.CutMiddle(output, s.cfg.OutputLimit)
 	label := "Output so far:"
-	if req.Params.Name == "wait_run" {
+	if req.Params.Name == "wait_run" || req.Params.Name == "send_input" {
 		label = "Output since the last call:"
 	}
 	return handoffResult(r.Session(), v, label, output, wait == 0), handoff(v, output), nil
@@ -240,7 +240,7 @@ func handoffResult(ss *engine.Session, v engine.RunView, label, output string, b
 		if v.Password {
 			what = "getpass()"
 		}
-		fmt.Fprintf(&b, "Run %s in session %q waits for input: the code called %s with the prompt %q. Answer with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, then call wait_run %s; interrupt_session stops the run instead.", v.RunID, ss.ID(), what, v.Prompt, ss.ID(), v.RunID, ref)
+		fmt.Fprintf(&b, "Run %s in session %q waits for input: the code called %s with the prompt %q. Answer with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, which then waits for the run as wait_run does; interrupt_session stops the run instead.", v.RunID, ss.ID(), what, v.Prompt, ss.ID(), v.RunID)
 	case engine.StatusRunning:
 		if background {
 			fmt.Fprintf(&b, "Run %s in session %q is running in the background. Call wait_run %s for its output and result; interrupt_session stops it.", v.RunID, ss.ID(), ref)
@@ -289,7 +289,7 @@ type WaitRunProgress struct {
 
 func (s *Server) addRunTools() {
 	addTool(s, &mcp.Tool{Name: "wait_run", Description: "Wait for a handed-off run: new output since the last call, then its result as run_code gives it."}, s.waitRun)
-	addTool(s, &mcp.Tool{Name: "send_input", Description: "Answer the input() or getpass() a run waits on (status input_requested)."}, s.sendInput)
+	addTool(s, &mcp.Tool{Name: "send_input", Description: "Answer the input() or getpass() a run waits on (status input_requested), then wait as wait_run does."}, s.sendInput)
 }
 
 func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitRunInput) (*mcp.CallToolResult, any, error) {
@@ -322,6 +322,13 @@ func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitR
 			return errResult[any]("%v", err)
 		}
 	}
+	return s.awaitRun(ctx, req, r, wait, note)
+}
+
+// awaitRun waits up to wait for a run on behalf of wait_run or send_input:
+// the run's final result if it ends, else its progress since the previous
+// call (a new question included), with note leading the text.
+func (s *Server) awaitRun(ctx context.Context, req *mcp.CallToolRequest, r *engine.Run, wait time.Duration, note string) (*mcp.CallToolResult, any, error) {
 	res, out, err := attend(s, ctx, req, r, wait, nil, func(v engine.RunView, output string) any {
 		p := WaitRunProgress{SessionID: r.Session().ID(), RunView: v, Output: output, Note: note}
 		if v.Status == engine.StatusRunning || v.Status == engine.StatusInputRequested {
@@ -341,10 +348,21 @@ func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitR
 	return res, out, nil
 }
 
-func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in SendInputInput) (*mcp.CallToolResult, MessageOutput, error) {
+// sendInput answers the run's question, then waits for the run as wait_run
+// does: a run that ends soon after the answer returns its result in this
+// call, one that asks again returns the new prompt.
+func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in SendInputInput) (*mcp.CallToolResult, any, error) {
+	if req.Params.RequestState != "" {
+		// A retry with the answer to a question asked while this call waited.
+		r, err := s.resume(req)
+		if err != nil {
+			return errResult[any]("%v", err)
+		}
+		return s.awaitRun(ctx, req, r, s.cfg.MaxWait, "")
+	}
 	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
-		return errResult[MessageOutput]("%v", err)
+		return errResult[any]("%v", err)
 	}
 	var r *engine.Run
 	if in.RunID == "" {
@@ -352,20 +370,26 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 	}
 	if r == nil {
 		if r, err = ss.FindRun(in.RunID); err != nil {
-			return errResult[MessageOutput]("%v", err)
+			return errResult[any]("%v", err)
 		}
 	}
 	ir, ok := r.Answer(0, engine.Reply{Text: in.Text})
 	if !ok {
 		v := r.View()
-		return errResult[MessageOutput]("run %s in session %q is not waiting for input (it is %s); nothing was sent", r.ID(), ss.ID(), v.Status)
+		return errResult[any]("run %s in session %q is not waiting for input (it is %s); nothing was sent", r.ID(), ss.ID(), v.Status)
 	}
 	what := "input()"
 	if ir.Password {
 		what = "getpass()"
 	}
-	msg := fmt.Sprintf("Answered %s (prompt %q) of run %s; call wait_run {\"session_id\": %q, \"run_id\": %q} for what follows.", what, ir.Prompt, r.ID(), ss.ID(), r.ID())
-	return textResult(msg), MessageOutput{SessionID: ss.ID(), Message: msg}, nil
+	// The result is the run's, as wait_run gives it; the line that says
+	// what was answered leads its text only, so the structured content
+	// stays the run's own.
+	res, out, err := s.awaitRun(ctx, req, r, s.cfg.MaxWait, "")
+	if err != nil || res == nil || res.InputRequests != nil {
+		return res, out, err
+	}
+	return withLead(res, fmt.Sprintf("Answered %s (prompt %q) of run %s.", what, ir.Prompt, r.ID())), out, nil
 }
 
 // withLead puts a line before a result's content.

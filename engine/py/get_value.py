@@ -1,10 +1,15 @@
 # get_value: the value of args["expression"], evaluated in the user's namespace, as
 # JSON with its type. Runs after prelude.py. An error in evaluating the expression is
 # replied as eval_error; one in converting the value is raised. At most
-# args["max_cells"] elements are converted in all.
+# args["max_cells"] elements are converted in all. DataFrames are converted in
+# args["orient"]: "split" ({columns, index, data}, labels keeping their type) or
+# "records" ({columns, index, records}). With args["head"], only the first n rows
+# (of a DataFrame) or items (of a Series, list, array or dict) are converted, and the
+# reply says how many there were.
 
 import math, sys, datetime, decimal, fractions
 budget = [args["max_cells"]]
+orient = args.get("orient") or "split"
 
 def spend(n, what):
     budget[0] -= n
@@ -46,12 +51,19 @@ def conv(x, depth=0):
             return str(x)
         if isinstance(x, pd.DataFrame):
             spend(x.size + len(x.index), "a DataFrame")
+            index = [conv(i, depth + 1) for i in x.index.tolist()]
+            if orient == "split":
+                return {
+                    "columns": [conv(c, depth + 1) for c in x.columns.tolist()],
+                    "index": index,
+                    "data": [[conv(v, depth + 1) for v in row] for row in x.itertuples(index=False, name=None)],
+                }
             cols = [str(c) for c in x.columns]
             if len(set(cols)) != len(cols):
-                raise ValueError("the DataFrame's column names repeat (as strings): %s; rename them" % sorted({c for c in cols if cols.count(c) > 1}))
+                raise ValueError("the DataFrame's column names repeat (as strings): %s; rename them, or use orient split" % sorted({c for c in cols if cols.count(c) > 1}))
             return {
                 "columns": cols,
-                "index": [conv(i, depth + 1) for i in x.index.tolist()],
+                "index": index,
                 "records": [dict(zip(cols, (conv(v, depth + 1) for v in row))) for row in x.itertuples(index=False, name=None)],
             }
         if isinstance(x, pd.Series):
@@ -114,6 +126,44 @@ def conv(x, depth=0):
         return [conv(v, depth + 1) for v in x]
     raise TypeError("a value of type %s cannot be converted to JSON (get_value handles numbers, strings, lists, dicts, datetimes, numpy arrays and scalars, pandas DataFrames and Series)" % typename(x))
 
+def preview(x, n):
+    """The first n rows or items of x, how many there are, and what they are."""
+    pd = sys.modules.get("pandas")
+    np = sys.modules.get("numpy")
+    if pd is not None and isinstance(x, pd.DataFrame):
+        return x.head(n), len(x), "rows"
+    if pd is not None and isinstance(x, pd.Series):
+        return x.iloc[:n], len(x), "values"
+    if pd is not None and isinstance(x, pd.Index):
+        return x[:n], len(x), "values"
+    if np is not None and isinstance(x, np.ndarray) and x.ndim > 0:
+        return x[:n], len(x), "rows" if x.ndim > 1 else "items"
+    if isinstance(x, dict):
+        return dict(list(x.items())[:n]), len(x), "items"
+    if isinstance(x, (set, frozenset)):
+        try:
+            items = sorted(x)
+        except TypeError:
+            items = list(x)
+        return items[:n], len(x), "items"
+    if isinstance(x, (list, tuple, range)):
+        return x[:n], len(x), "items"
+    return x, None, None
+
+def shape(x):
+    """A few words on the value's size, e.g. "203 rows x 4 columns"."""
+    pd = sys.modules.get("pandas")
+    np = sys.modules.get("numpy")
+    if pd is not None and isinstance(x, pd.DataFrame):
+        return "%d rows x %d columns" % x.shape
+    if pd is not None and isinstance(x, (pd.Series, pd.Index)):
+        return "%d values" % len(x)
+    if np is not None and isinstance(x, np.ndarray):
+        return "shape %s" % "x".join(str(n) for n in x.shape) if x.ndim else ""
+    if isinstance(x, (dict, set, frozenset, list, tuple, range)):
+        return "%d items" % len(x)
+    return ""
+
 try:
     value = eval(compile(args["expression"], "<get_value>", "eval"), ns)
 except BaseException as e:
@@ -127,4 +177,11 @@ except BaseException as e:
             evalue += "; did you mean %s?" % " or ".join(repr(k) for k in near)
     reply({"eval_error": {"ename": type(e).__name__, "evalue": evalue}})
 else:
-    reply({"type": typename(value), "value": conv(value)})
+    out = {"type": typename(value), "shape": shape(value)}
+    if args.get("head") is not None:
+        part, total, unit = preview(value, args["head"])
+        if total is not None and total > args["head"]:
+            value = part
+            out.update(total=total, shown=min(args["head"], total), unit=unit)
+    out["value"] = conv(value)
+    reply(out)

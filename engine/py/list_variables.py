@@ -1,7 +1,8 @@
 # list_variables: the user's names with type, shape or length, dtype and a short repr,
 # without ever repr-ing a whole object: frames and arrays by their shape, builtin
 # containers by their length and a bounded repr of their first items, anything else
-# by its type. Runs after prelude.py; replies {variables: [...args["max"]], total}.
+# by its type; a DataFrame's columns are named up to args["max_columns"]. Runs after
+# prelude.py; replies {variables: [...args["max"]], total}.
 
 import sys, types, reprlib
 hidden = set()
@@ -38,8 +39,10 @@ def describe(name, x):
     t = type(x)
     if pd is not None and isinstance(x, pd.DataFrame):
         d["shape"] = list(x.shape)
-        cols = [str(c) for c in x.columns[:8]]
-        d["repr"] = "DataFrame %d rows x %d columns: %s%s" % (x.shape[0], x.shape[1], ", ".join(cols), ", ..." if x.shape[1] > 8 else "")
+        n = args.get("max_columns", 50)
+        cols = [str(c) for c in x.columns[:n]]
+        more = ", ... and %d more" % (x.shape[1] - n) if x.shape[1] > n else ""
+        d["repr"] = "DataFrame %d rows x %d columns: %s%s" % (x.shape[0], x.shape[1], ", ".join(cols), more)
     elif pd is not None and isinstance(x, (pd.Series, pd.Index)):
         d["shape"] = list(x.shape)
         d["dtype"] = str(x.dtype)

@@ -23,5 +23,6 @@ reply({
     "jarque_bera": {"stat": f(jb), "p": f(jbp)},
     "breusch_godfrey": {"stat": f(bg[0]), "p": f(bg[1]), "lags": lags},
     "cov_type": str(m.cov_type),
+    "maxlags": int(m.cov_kwds.get("maxlags", 0)) if m.cov_type == "HAC" else 0,
     "summary": str(m.summary()),
 })

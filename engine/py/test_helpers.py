@@ -47,8 +47,10 @@ def run_helper(helper, ns, **args):
     return published[0][RESULT_MIME]
 
 
-def get_value(expression, ns=None, limit=5 << 20, max_cells=250000):
-    return run_helper("get_value.py", ns or {}, expression=expression, limit=limit, max_cells=max_cells)
+def get_value(expression, ns=None, limit=5 << 20, max_cells=250000, **extra):
+    got = run_helper("get_value.py", ns or {}, expression=expression, limit=limit, max_cells=max_cells, **extra)
+    got.pop("shape", None)
+    return got
 
 
 class PreludeTest(unittest.TestCase):
@@ -113,14 +115,39 @@ class GetValueTest(unittest.TestCase):
         ns = {"pd": pd, "df": pd.DataFrame({"a": [1, 2], "b": [0.5, None]}, index=["r1", "r2"])}
         self.assertEqual(
             get_value("df", ns),
-            {"type": "pandas.DataFrame", "value": {"columns": ["a", "b"], "index": ["r1", "r2"], "records": [{"a": 1, "b": 0.5}, {"a": 2, "b": None}]}},
+            {"type": "pandas.DataFrame", "value": {"columns": ["a", "b"], "index": ["r1", "r2"], "data": [[1, 0.5], [2, None]]}},
         )
+        self.assertEqual(
+            get_value("df", ns, orient="records")["value"],
+            {"columns": ["a", "b"], "index": ["r1", "r2"], "records": [{"a": 1, "b": 0.5}, {"a": 2, "b": None}]},
+        )
+        # Column labels keep their type in split form.
+        ns["num"] = pd.DataFrame([[1, 2]], columns=[2020, 2021])
+        self.assertEqual(get_value("num", ns)["value"]["columns"], [2020, 2021])
         self.assertEqual(get_value("df['a']", ns)["value"], {"name": "a", "index": ["r1", "r2"], "values": [1, 2]})
         self.assertEqual(get_value("pd.Timestamp('2024-01-02 03:04')", ns)["value"], "2024-01-02T03:04:00")
         self.assertIsNone(get_value("pd.NaT", ns)["value"])
         ns["dup"] = pd.DataFrame([[1, 2]], columns=["x", "x"])
         with self.assertRaisesRegex(ValueError, "column names repeat"):
-            get_value("dup", ns)
+            get_value("dup", ns, orient="records")
+        self.assertEqual(get_value("dup", ns)["value"]["columns"], ["x", "x"])
+
+    def test_head(self):
+        pd = optional("pandas")
+        ns = {"df": pd.DataFrame({"a": range(203)}), "s": pd.Series(range(203), index=range(1000, 1203)), "big": pd.DataFrame({"a": range(300000)})}
+        got = get_value("df", ns, head=20)
+        self.assertEqual((got["total"], got["shown"], got["unit"]), (203, 20, "rows"))
+        self.assertEqual(got["value"]["index"], list(range(20)))
+        got = get_value("s", ns, head=3)
+        self.assertEqual(got["value"], {"name": None, "index": [1000, 1001, 1002], "values": [0, 1, 2]})
+        self.assertEqual((got["total"], got["shown"], got["unit"]), (203, 3, "values"))
+        # A frame too big to convert whole can still be previewed.
+        self.assertEqual(get_value("big", ns, head=2)["total"], 300000)
+        self.assertEqual(get_value("list(range(10))", head=4), {"type": "list", "value": [0, 1, 2, 3], "total": 10, "shown": 4, "unit": "items"})
+        self.assertEqual(get_value("{'a': 1, 'b': 2, 'c': 3}", head=2)["value"], {"a": 1, "b": 2})
+        # Nothing is left out: no note.
+        self.assertEqual(get_value("[1, 2]", head=5), {"type": "list", "value": [1, 2]})
+        self.assertEqual(get_value("7", head=5), {"type": "int", "value": 7})
 
 
 class ListVariablesTest(unittest.TestCase):
@@ -153,6 +180,9 @@ class ListVariablesTest(unittest.TestCase):
         by_name = {v["name"]: v for v in run_helper("list_variables.py", ns, max=10)["variables"]}
         self.assertEqual(by_name["df"]["shape"], [4, 1])
         self.assertEqual(by_name["df"]["repr"], "DataFrame 4 rows x 1 columns: a")
+        wide = {"wide": pd.DataFrame({"c%d" % i: [i] for i in range(60)})}
+        got = run_helper("list_variables.py", wide, max=10, max_columns=50)["variables"][0]["repr"]
+        self.assertEqual(got, "DataFrame 1 rows x 60 columns: " + ", ".join("c%d" % i for i in range(50)) + ", ... and 10 more")
         self.assertEqual(by_name["arr"], {"name": "arr", "type": "numpy.ndarray", "shape": [2, 3], "dtype": "int8", "repr": "array 2x3 of int8"})
 
 
@@ -177,6 +207,11 @@ class OLSStatsTest(unittest.TestCase):
         self.assertIn("OLS Regression Results", got["summary"])
         for key in ("durbin_watson", "adj_r2"):
             self.assertTrue(math.isfinite(got[key]), key)
+        self.assertEqual(got["maxlags"], 0)
+        hac = sm.OLS(y, sm.add_constant(x)).fit(cov_type="HAC", cov_kwds={"maxlags": 3})
+        got = run_helper("ols_stats.py", {"model": hac}, model="model", lags=2)
+        self.assertEqual((got["cov_type"], got["maxlags"]), ("HAC", 3))
+        self.assertAlmostEqual(got["coefficients"][1]["std_err"], hac.bse["x1"])
 
 
 def check_data(ns, name="df", columns=(), tool="plot_data", **extra):

@@ -80,12 +80,14 @@ function toolError(result) {
 const actions = {
   focusInput: true,
   onInput: async (cell, text) => {
-    toolError(
-      await app.callServerTool({
-        name: "send_input",
-        arguments: { session_id: cell.session_id, run_id: cell.run_id, text },
-      }),
-    );
+    const r = await app.callServerTool({
+      name: "send_input",
+      arguments: { session_id: cell.session_id, run_id: cell.run_id, text },
+    });
+    // send_input waits for the run and returns its result, which is an error
+    // when the code raised after the answer: the cell shows that. Only a
+    // refusal (no structured content) is the action's own failure.
+    if (r && r.isError && !r.structuredContent) toolError(r);
   },
   onInterrupt: async (cell) => {
     toolError(await app.callServerTool({ name: "interrupt_session", arguments: { session_id: cell.session_id } }));

@@ -1,0 +1,20 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// get_value's text holds the value (clients that show the model only the
+// text need it), cut past the output limit with a note naming head.
+func TestGetValueText(t *testing.T) {
+	out := GetValueOutput{Type: "list", Shape: "5 values"}
+	if got := getValueText("xs", out, json.RawMessage(`[1,2,3,4,5]`), 100); got != "xs (list, 5 values):\n[1,2,3,4,5]" {
+		t.Errorf("short value: %q", got)
+	}
+	got := getValueText("xs", out, json.RawMessage(`[1,2,3,4,5]`), 4)
+	if !strings.HasPrefix(got, "xs (list, 5 values):\n[1,2\n") || !strings.Contains(got, "11 characters of JSON, cut at 4") || !strings.Contains(got, "head") {
+		t.Errorf("cut value: %q", got)
+	}
+}
