@@ -329,6 +329,21 @@ func TestSendInputWaits(t *testing.T) {
 		t.Errorf("send_input to a run that goes on: %+v\n%s", p, text(r))
 	}
 	short.call("interrupt_session", map[string]any{"session_id": "go"})
+
+	// wait 0 answers only: what the run prints next is left for wait_run.
+	res, _ = s.run("w0", "a = input('A? ')\nprint('after', a)")
+	st = asked(res, "A? ")
+	r = s.call("send_input", map[string]any{"session_id": "w0", "run_id": st.RunID, "text": "z", "wait": 0})
+	if r.IsError || r.StructuredContent != nil || !strings.Contains(text(r), "Answered input()") || strings.Contains(text(r), "after z") {
+		t.Fatalf("send_input with wait 0: %s", text(r))
+	}
+	fin = s.waitRunUntil("w0", st.RunID, "the end", func(p runState) bool { return p.Status == "ok" })
+	if fin.Stdout != "after z\n" {
+		t.Errorf("after send_input with wait 0, wait_run's result: %+v", fin)
+	}
+	if r := s.call("send_input", map[string]any{"session_id": "w0", "text": "z", "wait": -1}); !r.IsError || !strings.Contains(text(r), "invalid wait -1") {
+		t.Errorf("send_input with wait -1: %s", text(r))
+	}
 }
 
 // Without elicitation, a run asking for input hands off as input_requested

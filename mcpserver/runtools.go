@@ -270,9 +270,10 @@ type WaitRunInput struct {
 
 // SendInputInput is the input of send_input.
 type SendInputInput struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
-	RunID     string `json:"run_id,omitempty" jsonschema:"run id (default: the one waiting for input)"`
-	Text      string `json:"text" jsonschema:"the line typed, no newline; never shown or kept"`
+	SessionID string   `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
+	RunID     string   `json:"run_id,omitempty" jsonschema:"run id (default: the one waiting for input)"`
+	Text      string   `json:"text" jsonschema:"the line typed, no newline; never shown or kept"`
+	Wait      *float64 `json:"wait,omitempty" jsonschema:"seconds to wait for the run after (default the max wait; 0: answer only)"`
 }
 
 // WaitRunProgress is wait_run's structured content while the run goes on;
@@ -360,6 +361,16 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 		}
 		return s.awaitRun(ctx, req, r, s.cfg.MaxWait, "")
 	}
+	wait := s.cfg.MaxWait
+	if in.Wait != nil {
+		w := *in.Wait
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return errResult[any]("invalid wait %v: give seconds >= 0, at most %v; nothing was sent", w, s.cfg.MaxWait.Seconds())
+		}
+		if w < s.cfg.MaxWait.Seconds() { // compared in seconds: a huge wait would overflow a Duration
+			wait = time.Duration(w * float64(time.Second))
+		}
+	}
 	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[any]("%v", err)
@@ -385,7 +396,12 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 	// The result is the run's, as wait_run gives it; the line that says
 	// what was answered leads its text only, so the structured content
 	// stays the run's own.
-	res, out, err := s.awaitRun(ctx, req, r, s.cfg.MaxWait, "")
+	if wait == 0 {
+		// Answer only (the cell view, which follows the run itself): the
+		// run's output stays for wait_run and the final result.
+		return textResult(fmt.Sprintf("Answered %s (prompt %q) of run %s; it goes on (wait_run follows it).", what, ir.Prompt, r.ID())), nil, nil
+	}
+	res, out, err := s.awaitRun(ctx, req, r, wait, "")
 	if err != nil || res == nil || res.InputRequests != nil {
 		return res, out, err
 	}

@@ -82,12 +82,11 @@ const actions = {
   onInput: async (cell, text) => {
     const r = await app.callServerTool({
       name: "send_input",
-      arguments: { session_id: cell.session_id, run_id: cell.run_id, text },
+      // Answer only: the view follows the run itself (view_run), and a
+      // waiting send_input would take output the model has not seen yet.
+      arguments: { session_id: cell.session_id, run_id: cell.run_id, text, wait: 0 },
     });
-    // send_input waits for the run and returns its result, which is an error
-    // when the code raised after the answer: the cell shows that. Only a
-    // refusal (no structured content) is the action's own failure.
-    if (r && r.isError && !r.structuredContent) toolError(r);
+    toolError(r);
   },
   onInterrupt: async (cell) => {
     toolError(await app.callServerTool({ name: "interrupt_session", arguments: { session_id: cell.session_id } }));

@@ -88,8 +88,11 @@ const actions = {
   },
 };
 
+// cellKey names a cell's view: a live run by its run id (a block re-run
+// in place is listed at its history index, but is the run's live cell, fed
+// by its events), a recorded block by its index.
 function cellKey(c) {
-  return c.index >= 0 ? "h:" + c.index : "r:" + c.run_id;
+  return c.run_id && (c.index < 0 || isLive(c.status)) ? "r:" + c.run_id : "h:" + c.index;
 }
 
 // --- sessions ---------------------------------------------------------------

@@ -135,7 +135,7 @@ test("the view follows a handed-off run to its end and answers its input()", asy
     assert.deepEqual(views[0].arguments, { session_id: "s", run_id: "r1", cursor: 0, status: "", wait: 0 });
     assert.equal(views[1].arguments.wait, 5);
     assert.ok(views[1].arguments.status !== "", "the second call names the status the first returned");
-    assert.deepEqual(calls.find((c) => c.name === "send_input").arguments, { session_id: "s", run_id: "r1", text: "Ada" });
+    assert.deepEqual(calls.find((c) => c.name === "send_input").arguments, { session_id: "s", run_id: "r1", text: "Ada", wait: 0 });
   } finally {
     h.close();
   }

@@ -203,3 +203,34 @@ test("a run that ended before the answer to its POST shows once, as its recorded
     p.close();
   }
 });
+
+test("a block re-run in place is drawn once, where it is, and follows its run's events", async () => {
+  const block = (i, extra) => ({ ...historyCell, index: i, code: `print(${i})`, outputs: [{ output_type: "stream", name: "stdout", text: `old ${i}\n` }], ...extra });
+  let cells = [block(0), block(1), block(2)];
+  const p = page({
+    "GET /ui/api/sessions": () => [200, { sessions: [{ session_id: "default", state: "idle" }] }],
+    "GET /ui/api/sessions/default/cells": () => [200, { cells }],
+  });
+  try {
+    await until("the three blocks", () => p.doc.querySelectorAll(".cell").length === 3);
+    const es = await until("the event stream", () => p.sources[0]);
+    // rerun_code re-runs block 1 in place: the server lists its live cell at index 1.
+    cells = [block(0), block(1, { run_id: "r4", status: "running", outputs: [] }), block(2)];
+    es.emit({ seq: 1, kind: "run_started", session_id: "default", run_id: "r4", status: "running" });
+    es.emit({ seq: 2, kind: "run_output", session_id: "default", run_id: "r4", output: { output_type: "stream", name: "stdout", text: "new 1\n" } });
+    await until("the live cell in the block's place", () => {
+      const all = [...p.doc.querySelectorAll(".cell")];
+      return all.length === 3 && all[1].dataset.runId === "r4" && /new 1/.test(all[1].querySelector(".cell-outputs").textContent);
+    });
+    assert.doesNotMatch(p.doc.querySelectorAll(".cell")[1].textContent, /old 1/, "the old outputs are not shown under the running block");
+    cells = [block(0), block(1, { outputs: [{ output_type: "stream", name: "stdout", text: "new 1\n" }] }), block(2)];
+    es.emit({ seq: 3, kind: "history_changed", session_id: "default" });
+    es.emit({ seq: 4, kind: "run_finished", session_id: "default", run_id: "r4", status: "ok" });
+    await until("the recorded block back in its place", () => {
+      const all = [...p.doc.querySelectorAll(".cell")];
+      return all.length === 3 && all[1].dataset.index === "1" && all[1].dataset.status === "ok" && /new 1/.test(all[1].textContent);
+    });
+  } finally {
+    p.close();
+  }
+});
