@@ -329,20 +329,21 @@ func TestRerunProgressNotifications(t *testing.T) {
 	if res, err := s.cs.CallTool(ctx, params); err != nil || res.IsError {
 		t.Fatalf("rerun_code: %v %v", err, res)
 	}
+	// The notifications were sent before the result, but the client may
+	// hand them over after it: wait for the one that names the block.
 	var msgs []string
+	deadline := time.After(30 * time.Second)
 	for {
 		select {
 		case p := <-s.progress:
 			msgs = append(msgs, p.Message)
+			if strings.HasPrefix(p.Message, "block 2 of 2: step") {
+				return
+			}
 			continue
-		default:
+		case <-deadline:
 		}
 		break
-	}
-	for _, m := range msgs {
-		if strings.HasPrefix(m, "block 2 of 2: step") {
-			return
-		}
 	}
 	t.Fatalf("no progress notification names the block during a 2.5 s block: %q", msgs)
 }

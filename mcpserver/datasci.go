@@ -346,8 +346,13 @@ func getValueText(expr string, out GetValueOutput, raw json.RawMessage, limit in
 	if out.Note != "" {
 		text += "; " + out.Note
 	}
-	if limit > 0 && len(raw) > limit {
-		return text + fmt.Sprintf(":\n%s\n... (%d characters of JSON, cut at %d here; the structured content has it whole, or ask for fewer with head)", raw[:limit], len(raw), limit)
+	if n := utf8.RuneCount(raw); limit > 0 && n > limit {
+		cut := 0
+		for range limit {
+			_, size := utf8.DecodeRune(raw[cut:])
+			cut += size
+		}
+		return text + fmt.Sprintf(":\n%s\n... (%d characters of JSON, cut at %d here; the structured content has it whole, or ask for fewer with head)", raw[:cut], n, limit)
 	}
 	return text + ":\n" + string(raw)
 }

@@ -18,3 +18,11 @@ func TestGetValueText(t *testing.T) {
 		t.Errorf("cut value: %q", got)
 	}
 }
+
+// The cut counts characters, and never splits one.
+func TestGetValueTextCutsCharacters(t *testing.T) {
+	got := getValueText("s", GetValueOutput{Type: "str"}, json.RawMessage(`"ééééé"`), 3)
+	if !strings.HasPrefix(got, "s (str):\n\"éé\n") || !strings.Contains(got, "7 characters of JSON, cut at 3") {
+		t.Errorf("cut of a non-ASCII value: %q", got)
+	}
+}
