@@ -1,0 +1,97 @@
+package mcpserver
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// frameFileRE reads the file of a frame in an IPython traceback, after
+// colour codes are stripped: "File ~/…/site-packages/pandas/core/frame.py:4330, in …".
+var (
+	frameFileRE = regexp.MustCompile(`^File "?([^\n]*?)"?:\d+, in `)
+	stdlibRE    = regexp.MustCompile(`(?i)/lib/python\d[\d.]*/`)
+)
+
+// libraryOf names the installed library a traceback frame's file belongs
+// to ("pandas", "the standard library"), or "" for a frame of the user's
+// code: a cell, or a file outside site-packages, dist-packages and the
+// standard library.
+func libraryOf(frame string) string {
+	m := frameFileRE.FindStringSubmatch(frame)
+	if m == nil {
+		return ""
+	}
+	path := strings.ReplaceAll(m[1], `\`, "/")
+	for _, dir := range []string{"/site-packages/", "/dist-packages/"} {
+		if i := strings.LastIndex(path, dir); i >= 0 {
+			name, _, _ := strings.Cut(path[i+len(dir):], "/")
+			return strings.TrimSuffix(name, ".py")
+		}
+	}
+	switch {
+	case strings.HasPrefix(path, "<frozen "):
+		return "the standard library"
+	case stdlibRE.MatchString(path):
+		return "the standard library"
+	case !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "~") && !strings.HasPrefix(path, "<") &&
+		(strings.HasSuffix(path, ".pyx") || strings.HasSuffix(path, ".pxi") || strings.HasSuffix(path, ".pxd")):
+		// A compiled module names its source relative to its package:
+		// "pandas/_libs/index.pyx".
+		name, _, _ := strings.Cut(path, "/")
+		return name
+	}
+	return ""
+}
+
+// shortTraceback leaves out of an IPython traceback, given as its plain
+// text entries (one per frame), the frames inside installed libraries. It
+// keeps every frame of the user's code, the first library frame each one
+// calls (where the user's call went in), and every entry that is not a
+// frame (the header, the exception lines, "The above exception was …").
+// Each run of left-out frames becomes one line, "(5 frames inside pandas
+// omitted)".
+func shortTraceback(entries []string) []string {
+	out := make([]string, 0, len(entries))
+	var (
+		omitted int
+		libs    []string
+		prev    = "not a frame"
+	)
+	flush := func() {
+		if omitted == 0 {
+			return
+		}
+		what := "frames"
+		if omitted == 1 {
+			what = "frame"
+		}
+		out = append(out, fmt.Sprintf("(%d %s inside %s omitted)", omitted, what, strings.Join(libs, " and ")))
+		omitted, libs = 0, nil
+	}
+	for _, e := range entries {
+		isFrame := frameFileRE.MatchString(e)
+		lib := ""
+		if isFrame {
+			lib = libraryOf(e)
+		}
+		if lib == "" || prev == "" {
+			flush()
+			out = append(out, e)
+		} else {
+			omitted++
+			if !slices.Contains(libs, lib) {
+				libs = append(libs, lib)
+			}
+		}
+		switch {
+		case !isFrame && !cellLineRE.MatchString(e):
+			prev = "not a frame"
+		default:
+			prev = lib
+		}
+	}
+	flush()
+	return out
+}
