@@ -41,6 +41,7 @@ type HistoryInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 	Start     *int   `json:"start,omitempty" jsonschema:"first block (0-based slice; negative from the end)"`
 	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
+	Full      bool   `json:"full,omitempty" jsonschema:"outputs whole (default: a preview of each)"`
 }
 
 // DeleteHistoryInput is the input of delete_history.
@@ -75,6 +76,9 @@ type HistoryOutput struct {
 	First      int    `json:"first"` // 1-based number of the first block shown
 	Count      int    `json:"count"`
 	Transcript string `json:"transcript"`
+	// Shortened is set when the transcript shows previews of outputs that
+	// full gives whole.
+	Shortened bool `json:"shortened,omitempty"`
 }
 
 // ExportOutput is the structured content of the export tools.
@@ -130,7 +134,7 @@ func (s *Server) getHistory(ctx context.Context, req *mcp.CallToolRequest, in Hi
 		}
 		return textResult(msg), out, nil
 	}
-	out.Transcript = history.Transcript(entries, first)
+	out.Transcript, out.Shortened = historyTranscript(entries, first, in.Full)
 	text, _ := history.CutMiddle(out.Transcript, s.cfg.OutputLimit)
 	out.Transcript = text
 	return textResult(text), out, nil
