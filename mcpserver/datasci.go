@@ -156,6 +156,8 @@ type Coefficient struct {
 	StdErr *float64 `json:"std_err"`
 	T      *float64 `json:"t"`
 	P      *float64 `json:"p"`
+	// CI is the 95% confidence interval, as the summary gives it.
+	CI [2]*float64 `json:"ci"`
 }
 
 // TestStat is a test statistic with its p-value.
@@ -177,7 +179,9 @@ type EstimateOLSOutput struct {
 	JarqueBera     TestStat      `json:"jarque_bera"`
 	BreuschGodfrey TestStat      `json:"breusch_godfrey"`
 	CovType        string        `json:"cov_type"`
-	Summary        string        `json:"summary"`
+	// Summary is statsmodels' summary text: the text content gives it,
+	// so the structured content leaves it out.
+	Summary string `json:"summary,omitempty"`
 	// RunID and Status are set when the call handed the fit off as a run
 	// still going (see wait_run).
 	RunID  string `json:"run_id,omitempty"`
