@@ -15,15 +15,15 @@ import (
 // The preview of a text output is its first PreviewLines lines, at most
 // PreviewChars characters.
 const (
-	PreviewLines = 5
+	PreviewLines = 3
 	PreviewChars = 200
 )
 
 // Preview returns entries with their outputs shortened to a preview, for a
 // transcript that shows what each block did without all it printed: the
 // code stays whole; a text output (stream, result, display) keeps its first
-// PreviewLines lines and PreviewChars characters, followed by a line
-// "[… N more lines]" or "[… N more characters]"; an image becomes one line
+// PreviewLines lines, as many whole ones as fit in PreviewChars characters,
+// followed by a line "[… N more lines]"; an image becomes one line
 // "[image/png 640x480]"; an error becomes its "EName: EValue" line, without
 // the traceback. shortened reports whether any output was cut. Preview
 // does not modify entries.
@@ -67,23 +67,27 @@ func Preview(entries []Entry) (out []Entry, shortened bool) {
 	return out, shortened
 }
 
-// previewText is the first lines of s, with a note of what is left out.
+// previewText is the first lines of s, with a note of what is left out:
+// whole lines while they fit in PreviewChars, or the start of the first.
 func previewText(s string) (string, bool) {
 	s = strings.TrimRight(s, "\n")
 	lines := strings.Split(s, "\n")
 	if len(lines) <= PreviewLines && runeCount(s) <= PreviewChars {
 		return s, false
 	}
-	head := lines
-	if len(head) > PreviewLines {
-		head = head[:PreviewLines]
+	n, size := 0, 0
+	for n < len(lines) && n < PreviewLines && size+runeCount(lines[n]) <= PreviewChars {
+		size += runeCount(lines[n]) + 1
+		n++
 	}
-	p := strings.Join(head, "\n")
-	if runeCount(p) > PreviewChars {
-		p = runePrefix(p, PreviewChars)
-		return p + fmt.Sprintf("\n[… %d more characters]", runeCount(s)-runeCount(p)), true
+	if n == 0 {
+		p := runePrefix(lines[0], PreviewChars)
+		if len(lines) == 1 {
+			return p + fmt.Sprintf("\n[… %d more characters]", runeCount(s)-runeCount(p)), true
+		}
+		return p + "\n[… the rest of the line and " + moreLines(len(lines)-1) + "]", true
 	}
-	return p + fmt.Sprintf("\n[… %d more lines]", len(lines)-len(head)), true
+	return strings.Join(lines[:n], "\n") + "\n[… " + moreLines(len(lines)-n) + "]", true
 }
 
 // previewBundle is a MIME bundle's preview: its text/plain, cut, or one
@@ -108,4 +112,11 @@ func previewBundle(data map[string]json.RawMessage) (string, bool) {
 		return strings.Join(images, "\n"), false
 	}
 	return previewText(bundleText(data))
+}
+
+func moreLines(n int) string {
+	if n == 1 {
+		return "1 more line"
+	}
+	return fmt.Sprintf("%d more lines", n)
 }

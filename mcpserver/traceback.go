@@ -48,10 +48,11 @@ func libraryOf(frame string) string {
 // shortTraceback leaves out of an IPython traceback, given as its plain
 // text entries (one per frame), the frames inside installed libraries. It
 // keeps every frame of the user's code, the first library frame each one
-// calls (where the user's call went in), and every entry that is not a
-// frame (the header, the exception lines, "The above exception was …").
-// Each run of left-out frames becomes one line, "(5 frames inside pandas
-// omitted)".
+// calls (where the user's call went in; its file and its "->" line, without
+// the lines around it), and every entry that is not a frame (the header, the
+// exception lines, "The above exception was …") but IPython's line of
+// dashes. Each run of left-out frames becomes one line, "(5 frames inside
+// pandas omitted)".
 func shortTraceback(entries []string) []string {
 	out := make([]string, 0, len(entries))
 	var (
@@ -76,10 +77,16 @@ func shortTraceback(entries []string) []string {
 		if isFrame {
 			lib = libraryOf(e)
 		}
-		if lib == "" || prev == "" {
+		switch {
+		case isRule(e):
+			// IPython's line of dashes above the header says nothing.
+		case lib == "":
 			flush()
 			out = append(out, e)
-		} else {
+		case prev == "":
+			flush()
+			out = append(out, callLine(e))
+		default:
 			omitted++
 			if !slices.Contains(libs, lib) {
 				libs = append(libs, lib)
@@ -94,4 +101,23 @@ func shortTraceback(entries []string) []string {
 	}
 	flush()
 	return out
+}
+
+// isRule reports whether e is IPython's line of dashes.
+func isRule(e string) bool {
+	t := strings.TrimSpace(e)
+	return len(t) >= 20 && strings.Trim(t, "-") == ""
+}
+
+// callLine is a frame with only its first line (file, line, function) and
+// its "->" line, the one running when the exception passed.
+func callLine(frame string) string {
+	lines := strings.Split(strings.TrimRight(frame, "\n"), "\n")
+	keep := lines[:1]
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(strings.TrimSpace(l), "->") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n") + "\n"
 }

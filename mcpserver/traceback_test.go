@@ -8,7 +8,7 @@ import (
 func TestShortTraceback(t *testing.T) {
 	sp := "File ~/.venv/lib/python3.11/site-packages/"
 	tb := []string{
-		"-----",
+		strings.Repeat("-", 75),
 		"KeyError      Traceback (most recent call last)",
 		sp + "pandas/core/indexes/base.py:3816, in Index.get_loc(self, key)\n-> 3816 return x\n",
 		"File pandas/_libs/index.pyx:172, in pandas._libs.index.IndexEngine.get_loc()\n",
@@ -17,7 +17,7 @@ func TestShortTraceback(t *testing.T) {
 		"KeyError      Traceback (most recent call last)",
 		"Cell In[2], line 2\n----> 2 helper(df)\n",
 		"File /work/proj/helpers.py:5, in helper(d)\n----> 5 return d['nope']\n",
-		sp + "pandas/core/frame.py:4330, in DataFrame.__getitem__(self, key)\n-> 4330 indexer = ...\n",
+		sp + "pandas/core/frame.py:4330, in DataFrame.__getitem__(self, key)\n   4329 if x:\n-> 4330 indexer = ...\n   4331 pass\n",
 		sp + "pandas/core/indexes/base.py:3823, in Index.get_loc(self, key)\n-> 3823 raise KeyError(key)\n",
 		sp + "numpy/core/x.py:1, in f()\n",
 		"File /usr/lib/python3.11/json/__init__.py:346, in loads(s)\n",
@@ -33,7 +33,10 @@ func TestShortTraceback(t *testing.T) {
 			t.Errorf("short traceback lacks %q:\n%s", want, got)
 		}
 	}
-	for _, gone := range []string{"index.pyx", "base.py:3816", "base.py:3823", "json/__init__"} {
+	if !strings.Contains(got, "frame.py:4330, in DataFrame.__getitem__(self, key)\n-> 4330 indexer = ...\n") {
+		t.Errorf("the first library frame should keep its file and its -> line only:\n%s", got)
+	}
+	for _, gone := range []string{"index.pyx", "base.py:3816", "base.py:3823", "json/__init__", "4329", "4331", "-----"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("short traceback keeps %q:\n%s", gone, got)
 		}
