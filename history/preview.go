@@ -67,11 +67,16 @@ func Preview(entries []Entry) (out []Entry, shortened bool) {
 	return out, shortened
 }
 
-// previewText is the first lines of s, with a note of what is left out:
-// whole lines while they fit in PreviewChars, or the start of the first.
+// previewText is the first lines of s, without trailing blanks, with a note
+// of what is left out: whole lines while they fit in PreviewChars, or the
+// start of the first.
 func previewText(s string) (string, bool) {
 	s = strings.TrimRight(s, "\n")
 	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	s = strings.Join(lines, "\n")
 	if len(lines) <= PreviewLines && runeCount(s) <= PreviewChars {
 		return s, false
 	}

@@ -12,6 +12,9 @@ import (
 var (
 	frameFileRE = regexp.MustCompile(`^File "?([^\n]*?)"?:\d+, in `)
 	stdlibRE    = regexp.MustCompile(`(?i)/lib/python\d[\d.]*/`)
+	// headerPadRE finds the spaces IPython pads its header with:
+	// "KeyError                                  Traceback (most recent call last)".
+	headerPadRE = regexp.MustCompile(`^(\S+) {2,}Traceback`)
 )
 
 // libraryOf names the installed library a traceback frame's file belongs
@@ -51,7 +54,7 @@ func libraryOf(frame string) string {
 // calls (where the user's call went in; its file and its "->" line, without
 // the lines around it), and every entry that is not a frame (the header, the
 // exception lines, "The above exception was …") but IPython's line of
-// dashes. Each run of left-out frames becomes one line, "(5 frames inside
+// dashes; the header loses its padding. Each run of left-out frames becomes one line, "(5 frames inside
 // pandas omitted)".
 func shortTraceback(entries []string) []string {
 	out := make([]string, 0, len(entries))
@@ -82,7 +85,7 @@ func shortTraceback(entries []string) []string {
 			// IPython's line of dashes above the header says nothing.
 		case lib == "":
 			flush()
-			out = append(out, e)
+			out = append(out, headerPadRE.ReplaceAllString(e, "$1 Traceback"))
 		case prev == "":
 			flush()
 			out = append(out, callLine(e))

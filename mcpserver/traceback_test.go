@@ -9,7 +9,7 @@ func TestShortTraceback(t *testing.T) {
 	sp := "File ~/.venv/lib/python3.11/site-packages/"
 	tb := []string{
 		strings.Repeat("-", 75),
-		"KeyError      Traceback (most recent call last)",
+		"KeyError                   Traceback (most recent call last)",
 		sp + "pandas/core/indexes/base.py:3816, in Index.get_loc(self, key)\n-> 3816 return x\n",
 		"File pandas/_libs/index.pyx:172, in pandas._libs.index.IndexEngine.get_loc()\n",
 		"KeyError: 'nope'",
@@ -27,7 +27,7 @@ func TestShortTraceback(t *testing.T) {
 	for _, want := range []string{
 		"Cell In[2], line 2", "File /work/proj/helpers.py:5", "pandas/core/frame.py:4330",
 		"(2 frames inside pandas omitted)", "(3 frames inside pandas and numpy and the standard library omitted)",
-		"The above exception was the direct cause", "KeyError: 'nope'",
+		"The above exception was the direct cause", "KeyError: 'nope'", "KeyError Traceback (most recent call last)\n(2 frames",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("short traceback lacks %q:\n%s", want, got)
