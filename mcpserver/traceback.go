@@ -15,6 +15,8 @@ var (
 	// headerPadRE finds the spaces IPython pads its header with:
 	// "KeyError                                  Traceback (most recent call last)".
 	headerPadRE = regexp.MustCompile(`^(\S+) {2,}Traceback`)
+	headerRE    = regexp.MustCompile(`^\S+ Traceback \(most recent call last\)\s*$`)
+	omittedRE   = regexp.MustCompile(`^\(\d+ frames? inside .* omitted\)$`)
 )
 
 // libraryOf names the installed library a traceback frame's file belongs
@@ -103,8 +105,21 @@ func shortTraceback(entries []string) []string {
 		}
 	}
 	flush()
-	return out
+	// A part of a chained traceback with no frame left (the cause, raised
+	// and caught inside the library) needs no header: its note and its
+	// exception say it all.
+	kept := out[:0]
+	for i, e := range out {
+		if headerRE.MatchString(e) && i+2 < len(out) && omittedRE.MatchString(out[i+1]) && !isFrameEntry(out[i+2]) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept
 }
+
+// isFrameEntry reports whether e is a frame of a traceback: a file's or a cell's.
+func isFrameEntry(e string) bool { return frameFileRE.MatchString(e) || cellLineRE.MatchString(e) }
 
 // isRule reports whether e is IPython's line of dashes.
 func isRule(e string) bool {

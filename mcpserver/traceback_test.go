@@ -27,7 +27,7 @@ func TestShortTraceback(t *testing.T) {
 	for _, want := range []string{
 		"Cell In[2], line 2", "File /work/proj/helpers.py:5", "pandas/core/frame.py:4330",
 		"(2 frames inside pandas omitted)", "(3 frames inside pandas and numpy and the standard library omitted)",
-		"The above exception was the direct cause", "KeyError: 'nope'", "KeyError Traceback (most recent call last)\n(2 frames",
+		"The above exception was the direct cause", "KeyError: 'nope'", "(2 frames inside pandas omitted)\nKeyError: 'nope'\n\nThe above", "KeyError Traceback (most recent call last)\nCell In[2]",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("short traceback lacks %q:\n%s", want, got)
