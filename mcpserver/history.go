@@ -76,9 +76,6 @@ type HistoryOutput struct {
 	First      int    `json:"first"` // 1-based number of the first block shown
 	Count      int    `json:"count"`
 	Transcript string `json:"transcript"`
-	// Shortened is set when the transcript shows previews of outputs that
-	// full gives whole.
-	Shortened bool `json:"shortened,omitempty"`
 }
 
 // ExportOutput is the structured content of the export tools.
@@ -134,7 +131,7 @@ func (s *Server) getHistory(ctx context.Context, req *mcp.CallToolRequest, in Hi
 		}
 		return textResult(msg), out, nil
 	}
-	out.Transcript, out.Shortened = historyTranscript(entries, first, in.Full)
+	out.Transcript = historyTranscript(entries, first, in.Full)
 	text, _ := history.CutMiddle(out.Transcript, s.cfg.OutputLimit)
 	out.Transcript = text
 	return textResult(text), out, nil

@@ -8,14 +8,14 @@ const shortenedNote = "[outputs shortened to a preview; full: true gives them wh
 // historyTranscript is get_history's transcript: every block's code, with
 // its outputs whole when full is set, or else shortened to a preview (see
 // history.Preview) and, when anything was shortened, a last line saying so.
-func historyTranscript(entries []history.Entry, first int, full bool) (string, bool) {
+func historyTranscript(entries []history.Entry, first int, full bool) string {
 	if full {
-		return history.Transcript(entries, first), false
+		return history.Transcript(entries, first)
 	}
 	shown, shortened := history.Preview(entries)
 	t := history.Transcript(shown, first)
 	if shortened {
 		t += "\n" + shortenedNote + "\n"
 	}
-	return t, shortened
+	return t
 }

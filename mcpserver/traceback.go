@@ -128,9 +128,21 @@ func isRule(e string) bool {
 }
 
 // callLine is a frame with only its first line (file, line, function) and
-// its "->" line, the one running when the exception passed.
+// its "->" line, the one running when the exception passed; an installed
+// library's path starts at its site-packages.
 func callLine(frame string) string {
 	lines := strings.Split(strings.TrimRight(frame, "\n"), "\n")
+	if m := frameFileRE.FindStringSubmatchIndex(lines[0]); m != nil {
+		// The path up to site-packages says where Python is installed,
+		// not where the call went: "File …/site-packages/pandas/core/frame.py:4330".
+		path := lines[0][m[2]:m[3]]
+		for _, dir := range []string{"/site-packages/", "/dist-packages/"} {
+			if i := strings.LastIndex(path, dir); i > 0 {
+				lines[0] = lines[0][:m[2]] + "…" + path[i:] + lines[0][m[3]:]
+				break
+			}
+		}
+	}
 	keep := lines[:1]
 	for _, l := range lines[1:] {
 		if strings.HasPrefix(strings.TrimSpace(l), "->") {

@@ -33,7 +33,7 @@ func TestShortTraceback(t *testing.T) {
 			t.Errorf("short traceback lacks %q:\n%s", want, got)
 		}
 	}
-	if !strings.Contains(got, "frame.py:4330, in DataFrame.__getitem__(self, key)\n-> 4330 indexer = ...\n") {
+	if !strings.Contains(got, "\nFile …/site-packages/pandas/core/frame.py:4330, in DataFrame.__getitem__(self, key)\n-> 4330 indexer = ...\n") {
 		t.Errorf("the first library frame should keep its file and its -> line only:\n%s", got)
 	}
 	for _, gone := range []string{"index.pyx", "base.py:3816", "base.py:3823", "json/__init__", "4329", "4331", "-----"} {
