@@ -3,7 +3,7 @@ package mcpserver
 import "github.com/kernel-mcp/kernel-mcp/history"
 
 // shortenedNote ends a get_history transcript whose outputs are previews.
-const shortenedNote = "[outputs shortened to a preview; full: true gives them whole]"
+const shortenedNote = "[outputs shortened; full: true gives them whole]"
 
 // historyTranscript is get_history's transcript: every block's code, with
 // its outputs whole when full is set, or else shortened to a preview (see
