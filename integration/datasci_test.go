@@ -651,16 +651,17 @@ data["y"] = 1 + 2 * data["x"] - 3 * data["z"] + rng.normal(size=n)`)
 		Model        string `json:"model"`
 		Nobs         int    `json:"nobs"`
 		Coefficients []struct {
-			Name   string  `json:"name"`
-			Coef   float64 `json:"coef"`
-			StdErr float64 `json:"std_err"`
+			Name   string     `json:"name"`
+			Coef   float64    `json:"coef"`
+			StdErr float64    `json:"std_err"`
+			CI     [2]float64 `json:"ci"`
 		} `json:"coefficients"`
 		R2             float64 `json:"r2"`
 		AdjR2          float64 `json:"adj_r2"`
 		DurbinWatson   float64 `json:"durbin_watson"`
 		JarqueBera     stat    `json:"jarque_bera"`
 		BreuschGodfrey stat    `json:"breusch_godfrey"`
-		Summary        string  `json:"summary"`
+		Summary        *string `json:"summary"`
 	}](t, res)
 	want := map[string]float64{"const": 1, "x": 2, "z": -3}
 	if out.Nobs != 1000 || len(out.Coefficients) != 3 {
@@ -670,9 +671,13 @@ data["y"] = 1 + 2 * data["x"] - 3 * data["z"] + rng.normal(size=n)`)
 		if w, ok := want[c.Name]; !ok || math.Abs(c.Coef-w) > 3*c.StdErr || c.StdErr <= 0 {
 			t.Errorf("%s = %.4f ± %.4f, want %v within 3 standard errors", c.Name, c.Coef, c.StdErr, w)
 		}
+		if !(c.CI[0] < c.Coef && c.Coef < c.CI[1]) {
+			t.Errorf("%s = %.4f, 95%% interval %v", c.Name, c.Coef, c.CI)
+		}
 	}
-	if out.JarqueBera.Stat == nil || out.BreuschGodfrey.P == nil || out.BreuschGodfrey.Lags != 2 || !strings.Contains(out.Summary, "OLS Regression Results") {
-		t.Errorf("tests and summary: %+v", out)
+	// The summary is the text's; the structured content keeps the numbers.
+	if out.JarqueBera.Stat == nil || out.BreuschGodfrey.P == nil || out.BreuschGodfrey.Lags != 2 || !strings.Contains(text(res), "OLS Regression Results") || out.Summary != nil {
+		t.Errorf("tests and summary: %+v\n%s", out, text(res))
 	}
 	direct := structured[struct {
 		Value []float64 `json:"value"`

@@ -169,6 +169,8 @@ type Coefficient struct {
 	StdErr *float64 `json:"std_err"`
 	T      *float64 `json:"t"`
 	P      *float64 `json:"p"`
+	// CI is the 95% confidence interval, as the summary gives it.
+	CI [2]*float64 `json:"ci"`
 }
 
 // TestStat is a test statistic with its p-value.
@@ -191,7 +193,9 @@ type EstimateOLSOutput struct {
 	BreuschGodfrey TestStat      `json:"breusch_godfrey"`
 	CovType        string        `json:"cov_type"`
 	MaxLags        int           `json:"maxlags,omitempty"` // of cov_type HAC
-	Summary        string        `json:"summary"`
+	// Summary is statsmodels' summary text: the text content gives it,
+	// so the structured content leaves it out.
+	Summary string `json:"summary,omitempty"`
 	// Note says when the residuals look autocorrelated and the standard
 	// errors assume they are not.
 	Note string `json:"note,omitempty"`

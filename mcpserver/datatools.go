@@ -337,6 +337,7 @@ func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, 
 		return errResult[EstimateOLSOutput]("bad reply from the kernel: %v", err)
 	}
 	text := out.Summary
+	out.Summary = "" // the numbers are in out; the text gives the summary
 	if bg := out.BreuschGodfrey; bg.Stat != nil && bg.P != nil {
 		text += fmt.Sprintf("\nBreusch-Godfrey LM (%d lags): %.3f, p = %.4f", bg.Lags, *bg.Stat, *bg.P)
 	}

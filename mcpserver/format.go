@@ -140,9 +140,15 @@ func errorHeadline(e *ErrorInfo) string {
 }
 
 // errorInfo describes an exception for the model: colour codes stripped,
-// the traceback as one text, and the line of the user's code it names.
+// the traceback as one text without the frames inside installed libraries
+// (see shortTraceback; the history keeps it whole), and the line of the
+// user's code it names.
 func errorInfo(ename, evalue string, traceback []string) ErrorInfo {
-	tb := history.PlainText(strings.Join(traceback, "\n"))
+	plain := make([]string, len(traceback))
+	for i, t := range traceback {
+		plain[i] = history.PlainText(t)
+	}
+	tb := strings.Join(shortTraceback(plain), "\n")
 	e := ErrorInfo{EName: ename, EValue: history.PlainText(evalue), Traceback: tb}
 	e.Line = errorLine(&kernel.ExecError{EName: ename}, tb)
 	return e

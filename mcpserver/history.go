@@ -43,6 +43,7 @@ type HistoryInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
 	Start     *int   `json:"start,omitempty" jsonschema:"first block (0-based slice; negative from the end)"`
 	End       *int   `json:"end,omitempty" jsonschema:"block to stop before (exclusive)"`
+	Full      bool   `json:"full,omitempty" jsonschema:"outputs whole (default: a preview of each)"`
 }
 
 // DeleteHistoryInput is the input of delete_history: start (and end), or
@@ -156,7 +157,7 @@ func (s *Server) getHistory(ctx context.Context, req *mcp.CallToolRequest, in Hi
 		}
 		return textResult(msg), out, nil
 	}
-	out.Transcript = history.Transcript(entries, first)
+	out.Transcript = historyTranscript(entries, first, in.Full)
 	text, _ := history.CutMiddle(out.Transcript, s.cfg.OutputLimit)
 	out.Transcript = text
 	return textResult(text), out, nil

@@ -10,7 +10,9 @@ def f(v):
     v = float(v)
     return v if math.isfinite(v) else None
 names = [str(n) for n in m.params.index]
-coefs = [{"name": n, "coef": f(m.params[n]), "std_err": f(m.bse[n]), "t": f(m.tvalues[n]), "p": f(m.pvalues[n])} for n in names]
+ci = m.conf_int()  # 95%, as the summary shows
+coefs = [{"name": n, "coef": f(m.params[n]), "std_err": f(m.bse[n]), "t": f(m.tvalues[n]), "p": f(m.pvalues[n]),
+          "ci": [f(ci.loc[n, 0]), f(ci.loc[n, 1])]} for n in names]
 jb, jbp, skew, kurt = jarque_bera(m.resid)
 lags = args["lags"]
 bg = acorr_breusch_godfrey(m, nlags=lags)

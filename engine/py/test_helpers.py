@@ -201,6 +201,7 @@ class OLSStatsTest(unittest.TestCase):
         self.assertEqual(got["nobs"], 50)
         self.assertEqual([c["name"] for c in got["coefficients"]], ["const", "x1"])
         self.assertAlmostEqual(got["coefficients"][1]["coef"], model.params["x1"])
+        self.assertEqual(got["coefficients"][1]["ci"], [float(v) for v in model.conf_int().loc["x1"]])
         self.assertGreater(got["r2"], 0.99)
         self.assertEqual(got["breusch_godfrey"]["lags"], 2)
         self.assertEqual(got["cov_type"], "nonrobust")
