@@ -274,10 +274,11 @@ func TestSaveNotebookSkipErrors(t *testing.T) {
 	s.run("se", "x = 1")
 	s.run("se", "1/0")
 	s.run("se", "undefined_name")
+	s.run("se", "import time\ntime.sleep(30)", "timeout", 0.5)
 	s.run("se", "print(x)")
 	path := filepath.Join(t.TempDir(), "clean.ipynb")
 	res := s.call("save_notebook", map[string]any{"session_id": "se", "path": path, "skip_errors": true})
-	if res.IsError || !strings.Contains(text(res), "Saved 2 block(s)") || !strings.Contains(text(res), "Left out 2 block(s) that failed (status error).") {
+	if res.IsError || !strings.Contains(text(res), "Saved 2 block(s)") || !strings.Contains(text(res), "Left out 3 block(s) that failed (status error, timeout or interrupted).") {
 		t.Fatalf("save_notebook skip_errors: %s", text(res))
 	}
 	cells := notebookCells(t, path)
@@ -285,12 +286,12 @@ func TestSaveNotebookSkipErrors(t *testing.T) {
 		t.Fatalf("notebook cells: %d, want 2", len(cells))
 	}
 	for _, c := range cells {
-		if src, _ := json.Marshal(c["source"]); strings.Contains(string(src), "1/0") || strings.Contains(string(src), "undefined_name") {
+		if src, _ := json.Marshal(c["source"]); strings.Contains(string(src), "1/0") || strings.Contains(string(src), "undefined_name") || strings.Contains(string(src), "sleep") {
 			t.Fatalf("a failed block is in the notebook: %s", src)
 		}
 	}
 	// Without it, every block is there.
-	if res := s.call("save_notebook", map[string]any{"session_id": "se", "path": path}); res.IsError || len(notebookCells(t, path)) != 4 {
+	if res := s.call("save_notebook", map[string]any{"session_id": "se", "path": path}); res.IsError || len(notebookCells(t, path)) != 5 {
 		t.Fatalf("save_notebook: %s", text(res))
 	}
 }

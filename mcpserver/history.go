@@ -79,7 +79,7 @@ type ExportInput struct {
 // SaveNotebookInput is the input of save_notebook.
 type SaveNotebookInput struct {
 	ExportInput
-	SkipErrors bool `json:"skip_errors,omitempty" jsonschema:"leave out the blocks whose status is error"`
+	SkipErrors bool `json:"skip_errors,omitempty" jsonschema:"leave out the blocks that failed (error, timeout, interrupted)"`
 }
 
 // RerunInput is the input of rerun_code.
@@ -273,8 +273,10 @@ func (s *Server) saveNotebook(ctx context.Context, req *mcp.CallToolRequest, in 
 	if in.SkipErrors {
 		keep = func(e []history.Entry) ([]history.Entry, string) {
 			n := len(e)
-			e = slices.DeleteFunc(e, func(e history.Entry) bool { return e.Status == "error" })
-			return e, fmt.Sprintf("\nLeft out %d block(s) that failed (status error).", n-len(e))
+			e = slices.DeleteFunc(e, func(e history.Entry) bool {
+				return e.Status == "error" || e.Status == "timeout" || e.Status == "interrupted"
+			})
+			return e, fmt.Sprintf("\nLeft out %d block(s) that failed (status error, timeout or interrupted).", n-len(e))
 		}
 	}
 	return s.exportSome(in.ExportInput, "notebook", keep, func(e []history.Entry, first int, ss *engine.Session) ([]byte, error) {
