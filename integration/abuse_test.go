@@ -44,9 +44,14 @@ func relBoundedText(t *testing.T, res *mcp.CallToolResult, out runOutput) {
 // left out and stays small.
 func relHistoryCapped(t *testing.T, s *server, id string) {
 	t.Helper()
-	res := s.call("get_history", map[string]any{"session_id": id})
+	// The default transcript previews outputs; full: true shows what the
+	// history kept.
+	if res := s.call("get_history", map[string]any{"session_id": id}); !strings.Contains(text(res), "outputs shortened") || len(text(res)) > 2000 {
+		t.Errorf("get_history's preview after the flood: %d bytes, %q", len(text(res)), text(res)[:min(300, len(text(res)))])
+	}
+	res := s.call("get_history", map[string]any{"session_id": id, "full": true})
 	txt := text(res)
-	t.Logf("MEASURE: get_history after the flood: %d bytes", len(txt))
+	t.Logf("MEASURE: get_history full: true after the flood: %d bytes", len(txt))
 	if res.IsError || !strings.Contains(txt, "omitted") {
 		t.Fatalf("history should keep a capped output with an omission note: isError=%v, %d bytes, head %q",
 			res.IsError, len(txt), txt[:min(300, len(txt))])
