@@ -2,16 +2,12 @@ package mcpserver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json from the server's tools/list")
@@ -21,29 +17,8 @@ var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json from
 // testdata/tools.golden.json. A change to a tool's contract changes that
 // file too; `go test ./mcpserver -run TestToolsGolden -update` rewrites it.
 func TestToolsGolden(t *testing.T) {
-	srv, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "golden", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	res, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := json.MarshalIndent(res.Tools, "", "  ")
+	tools := listedTools(t, Config{})
+	got, err := json.MarshalIndent(tools, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
