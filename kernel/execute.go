@@ -42,6 +42,10 @@ type ExecuteOptions struct {
 	// code, as end of input on a terminal does. Without OnInput, input()
 	// fails at once with StdinNotImplementedError.
 	OnInput func(ctx context.Context, req InputRequest) (string, error)
+	// Subshell, when set, runs the code on that subshell: beside the main
+	// shell's execution rather than behind it. When ctx ends first, the
+	// request is abandoned and never interrupted (see ErrAbandoned).
+	Subshell *Subshell
 }
 
 // InputRequest is a kernel's input_request: the code called input() or, with
@@ -71,7 +75,9 @@ const inputEOF = "\x04"
 // for it to start and interrupts it then; if it does not start, Execute
 // returns ctx.Err() and ErrNotStarted without interrupting, and the kernel
 // runs the request later anyway (Jupyter has no way to withdraw a queued
-// request). When the kernel dies, the error matches ErrKernelDied.
+// request). On a subshell (opts.Subshell) nothing is ever interrupted: when
+// ctx ends before the reply, Execute returns at once with ctx.Err() and
+// ErrAbandoned. When the kernel dies, the error matches ErrKernelDied.
 func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) (*ExecuteResult, error) {
 	g, err := k.current()
 	if err != nil {
@@ -93,6 +99,9 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		"stop_on_error":    !opts.ContinueOnError,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if msg.Header.SubshellID, err = onSubshell(g, opts.Subshell); err != nil {
 		return nil, err
 	}
 	res := &ExecuteResult{MsgID: msg.Header.MsgID}
@@ -135,7 +144,8 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 				var ir InputRequest
 				_ = json.Unmarshal(r.Msg.Content, &ir)
 				parent := r.Msg.Header
-				inputs.Go(func() { k.answerInput(inputCtx, g, parent, ir, opts.OnInput) })
+				sid := msg.Header.SubshellID
+				inputs.Go(func() { k.answerInput(inputCtx, g, parent, sid, ir, opts.OnInput) })
 			case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
 				var st iopubContent
 				if json.Unmarshal(r.Msg.Content, &st) == nil {
@@ -214,6 +224,12 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 		case <-ctxDone:
 			ctxDone = nil
 			ctxErr = ctx.Err()
+			if opts.Subshell != nil {
+				// An interrupt would stop the main thread's code, not
+				// this request's.
+				handle(box.take())
+				return res, errors.Join(ctxErr, ErrAbandoned)
+			}
 			// What already arrived decides whether this request runs:
 			// select does not prefer the mailbox when both are ready.
 			handle(box.take())
@@ -261,7 +277,7 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 // answerInput asks onInput for the reply to one input_request and sends it
 // back on stdin. A failed question is answered with end of input, so the
 // code sees EOFError rather than waiting forever.
-func (k *Kernel) answerInput(ctx context.Context, g *generation, parent wire.Header, ir InputRequest, onInput func(context.Context, InputRequest) (string, error)) {
+func (k *Kernel) answerInput(ctx context.Context, g *generation, parent wire.Header, subshellID string, ir InputRequest, onInput func(context.Context, InputRequest) (string, error)) {
 	value, err := onInput(ctx, ir)
 	if ctx.Err() != nil {
 		return // the execution ended meanwhile; nobody waits for the reply
@@ -274,5 +290,7 @@ func (k *Kernel) answerInput(ctx context.Context, g *generation, parent wire.Hea
 		return
 	}
 	msg.ParentHeader = parent
+	// A subshell's question is answered to that subshell.
+	msg.Header.SubshellID = subshellID
 	_ = g.conn.Send(ctx, Stdin, msg)
 }

@@ -155,6 +155,10 @@ type generation struct {
 	ci     ConnectionInfo
 	file   string
 	gw     *gatewayKernel // nil unless the kernel runs on a gateway
+	// features is kernel_info_reply's supported_features, as the
+	// kernel answered when it became ready (set before the generation
+	// is published, never changed after).
+	features []string
 
 	died     chan struct{} // closed when the kernel is gone
 	diedOnce sync.Once

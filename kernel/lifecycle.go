@@ -36,7 +36,7 @@ func (k *Kernel) interrupt(ctx context.Context, g *generation) error {
 		}
 		return nil
 	}
-	return k.request(ctx, g, Control, "interrupt_request", nil, "interrupt_reply", nil)
+	return k.request(ctx, g, Control, "interrupt_request", nil, "interrupt_reply", nil, nil)
 }
 
 // Restart replaces the kernel process with a fresh one (new ports, new
@@ -120,7 +120,7 @@ func (k *Kernel) Close() error {
 	}
 	if k.gen.proc == nil && k.gen.gw == nil && k.gen.dead() == nil && !k.opts.DetachOnClose {
 		ctx, cancel := context.WithTimeout(context.Background(), k.opts.ShutdownWait)
-		k.request(ctx, k.gen, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil)
+		k.request(ctx, k.gen, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil, nil)
 		cancel()
 	}
 	k.stopGeneration(k.gen, k.opts.ShutdownWait)
@@ -182,7 +182,7 @@ func (k *Kernel) stopGeneration(g *generation, wait time.Duration) {
 	if p := g.proc; p != nil {
 		if p.running() && wait > 0 && g.conn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
-			k.request(ctx, g, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil)
+			k.request(ctx, g, Control, "shutdown_request", map[string]bool{"restart": false}, "shutdown_reply", nil, nil)
 			cancel()
 			p.waitExit(wait)
 		}

@@ -12,12 +12,18 @@ import (
 )
 
 // request sends one request and waits for the reply of replyType, decoding
-// its content into out.
-func (k *Kernel) request(ctx context.Context, g *generation, ch Channel, msgType string, content any, replyType string, out any) error {
+// its content into out. sub, when set, addresses a shell request to that
+// subshell.
+func (k *Kernel) request(ctx context.Context, g *generation, ch Channel, msgType string, content any, replyType string, out any, sub *Subshell) error {
+	sid, err := onSubshell(g, sub)
+	if err != nil {
+		return err
+	}
 	msg, err := wire.NewMessage(msgType, k.session, content)
 	if err != nil {
 		return err
 	}
+	msg.Header.SubshellID = sid
 	box := g.router.register(msg.Header.MsgID)
 	defer g.router.unregister(msg.Header.MsgID)
 	if err := g.conn.Send(ctx, ch, msg); err != nil {
@@ -52,15 +58,32 @@ func (k *Kernel) KernelInfo(ctx context.Context) (*KernelInfo, error) {
 		return nil, err
 	}
 	var info KernelInfo
-	if err := k.request(ctx, g, Shell, "kernel_info_request", nil, "kernel_info_reply", &info); err != nil {
+	if err := k.request(ctx, g, Shell, "kernel_info_request", nil, "kernel_info_reply", &info, nil); err != nil {
 		return nil, err
 	}
 	return &info, nil
 }
 
+// RequestOption tunes one shell request (Complete, Inspect).
+type RequestOption func(*requestOptions)
+
+type requestOptions struct{ sub *Subshell }
+
+// OnSubshell sends the request to subshell s, where it does not wait behind
+// the main shell's execution.
+func OnSubshell(s *Subshell) RequestOption { return func(o *requestOptions) { o.sub = s } }
+
+func requestOpts(opts []RequestOption) requestOptions {
+	var o requestOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
 // Complete asks for completions of code at cursorPos (a count of Unicode
 // code points, as the protocol says; -1 means the end of code).
-func (k *Kernel) Complete(ctx context.Context, code string, cursorPos int) (*CompleteReply, error) {
+func (k *Kernel) Complete(ctx context.Context, code string, cursorPos int, opts ...RequestOption) (*CompleteReply, error) {
 	g, err := k.current()
 	if err != nil {
 		return nil, err
@@ -69,7 +92,7 @@ func (k *Kernel) Complete(ctx context.Context, code string, cursorPos int) (*Com
 		cursorPos = len([]rune(code))
 	}
 	var r CompleteReply
-	err = k.request(ctx, g, Shell, "complete_request", map[string]any{"code": code, "cursor_pos": cursorPos}, "complete_reply", &r)
+	err = k.request(ctx, g, Shell, "complete_request", map[string]any{"code": code, "cursor_pos": cursorPos}, "complete_reply", &r, requestOpts(opts).sub)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +101,7 @@ func (k *Kernel) Complete(ctx context.Context, code string, cursorPos int) (*Com
 
 // Inspect asks for documentation of the name at cursorPos (-1: end of code).
 // detailLevel 0 gives the docstring, 1 also the source where available.
-func (k *Kernel) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*InspectReply, error) {
+func (k *Kernel) Inspect(ctx context.Context, code string, cursorPos, detailLevel int, opts ...RequestOption) (*InspectReply, error) {
 	g, err := k.current()
 	if err != nil {
 		return nil, err
@@ -87,7 +110,7 @@ func (k *Kernel) Inspect(ctx context.Context, code string, cursorPos, detailLeve
 		cursorPos = len([]rune(code))
 	}
 	var r InspectReply
-	err = k.request(ctx, g, Shell, "inspect_request", map[string]any{"code": code, "cursor_pos": cursorPos, "detail_level": detailLevel}, "inspect_reply", &r)
+	err = k.request(ctx, g, Shell, "inspect_request", map[string]any{"code": code, "cursor_pos": cursorPos, "detail_level": detailLevel}, "inspect_reply", &r, requestOpts(opts).sub)
 	if err != nil {
 		return nil, err
 	}

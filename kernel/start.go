@@ -301,6 +301,12 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 					case r.Channel == Shell && r.Msg.Header.MsgType == "kernel_info_reply":
 						replies++
 						p.replied = true
+						var info struct {
+							Features []string `json:"supported_features"`
+						}
+						if json.Unmarshal(r.Msg.Content, &info) == nil {
+							g.features = info.Features
+						}
 					case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
 						// idle, not busy: it is the last message of the
 						// request, so State() reads "idle" once Start returns.

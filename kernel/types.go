@@ -219,6 +219,9 @@ type KernelInfo struct {
 		NBConvertExprt string `json:"nbconvert_exporter"`
 	} `json:"language_info"`
 	Banner string `json:"banner"`
+	// SupportedFeatures lists optional protocol features, e.g. "kernel
+	// subshells" (JEP 91).
+	SupportedFeatures []string `json:"supported_features"`
 }
 
 // CompleteReply is the complete_reply content.

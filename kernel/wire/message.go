@@ -34,6 +34,9 @@ type Header struct {
 	Date     string `json:"date,omitempty"`
 	MsgType  string `json:"msg_type,omitempty"`
 	Version  string `json:"version,omitempty"`
+	// SubshellID addresses a shell or stdin message to a kernel subshell
+	// (JEP 91); empty means the main shell.
+	SubshellID string `json:"subshell_id,omitempty"`
 }
 
 // Message is one Jupyter message. Metadata and Content stay raw JSON so that a

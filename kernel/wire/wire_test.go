@@ -187,3 +187,24 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestHeaderSubshellID: subshell_id is in the header only when set, so the
+// main shell's messages are byte for byte what they were.
+func TestHeaderSubshellID(t *testing.T) {
+	for _, tc := range []struct {
+		h    Header
+		want string
+	}{
+		{Header{MsgID: "a", MsgType: "execute_request"}, `{"msg_id":"a","msg_type":"execute_request"}`},
+		{Header{MsgID: "a", MsgType: "execute_request", SubshellID: "s1"}, `{"msg_id":"a","msg_type":"execute_request","subshell_id":"s1"}`},
+	} {
+		b, err := json.Marshal(tc.h)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Marshal(%+v) = %s, %v; want %s", tc.h, b, err, tc.want)
+		}
+		var back Header
+		if err := json.Unmarshal(b, &back); err != nil || back != tc.h {
+			t.Errorf("Unmarshal(%s) = %+v, %v", b, back, err)
+		}
+	}
+}
