@@ -159,6 +159,9 @@ type generation struct {
 	// kernel answered when it became ready (set before the generation
 	// is published, never changed after).
 	features []string
+	// implementation is kernel_info_reply's implementation and its
+	// version, e.g. "ipython 8.12.3".
+	implementation string
 
 	died     chan struct{} // closed when the kernel is gone
 	diedOnce sync.Once

@@ -13,7 +13,7 @@ import (
 type router struct {
 	mu      sync.Mutex
 	pending map[string]*mailbox
-	state   atomic.Value // string: last execution_state seen on iopub
+	state   atomic.Value // string: last execution_state of the main shell seen on iopub
 	done    chan struct{}
 }
 
@@ -27,7 +27,10 @@ func newRouter(c Conn) *router {
 func (r *router) run(c Conn) {
 	defer close(r.done)
 	for rcv := range c.Messages() {
-		if rcv.Channel == IOPub && rcv.Msg.Header.MsgType == "status" {
+		// A subshell's busy and idle say nothing of the main shell, whose
+		// state this is: a read beside a long execution must not make the
+		// kernel look idle.
+		if rcv.Channel == IOPub && rcv.Msg.Header.MsgType == "status" && rcv.Msg.ParentHeader.SubshellID == "" {
 			var st struct {
 				ExecutionState string `json:"execution_state"`
 			}

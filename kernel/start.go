@@ -302,10 +302,13 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 						replies++
 						p.replied = true
 						var info struct {
-							Features []string `json:"supported_features"`
+							Features       []string `json:"supported_features"`
+							Implementation string   `json:"implementation"`
+							Version        string   `json:"implementation_version"`
 						}
 						if json.Unmarshal(r.Msg.Content, &info) == nil {
 							g.features = info.Features
+							g.implementation = strings.TrimSpace(info.Implementation + " " + info.Version)
 						}
 					case r.Channel == IOPub && r.Msg.Header.MsgType == "status":
 						// idle, not busy: it is the last message of the

@@ -47,6 +47,16 @@ func (k *Kernel) HasSubshells() bool {
 	return err == nil && slices.Contains(g.features, FeatureSubshells)
 }
 
+// Implementation is the current kernel process's implementation and its
+// version as its kernel_info_reply gave them, e.g. "ipython 8.12.3".
+func (k *Kernel) Implementation() string {
+	g, err := k.current()
+	if err != nil {
+		return ""
+	}
+	return g.implementation
+}
+
 // CreateSubshell asks the kernel for a new subshell (create_subshell_request
 // on control). It fails with ErrNoSubshells at once, sending nothing, when
 // the kernel has none; a kernel or gateway that drops the request leaves it

@@ -122,6 +122,9 @@ func TestSubshellDuringRun(t *testing.T) {
 		}
 		last = n
 	}
+	if st := k.State(); st != "busy" {
+		t.Errorf("State() = %q during the main shell's run, after reads on a subshell", st)
+	}
 	// Output of the subshell's own code is its own.
 	res, err := k.Execute(ctx, "print('from the subshell')", ExecuteOptions{Silent: true, Subshell: sub})
 	if err != nil {
