@@ -27,10 +27,11 @@ func newRouter(c Conn) *router {
 func (r *router) run(c Conn) {
 	defer close(r.done)
 	for rcv := range c.Messages() {
-		// A subshell's busy and idle say nothing of the main shell, whose
-		// state this is: a read beside a long execution must not make the
-		// kernel look idle.
-		if rcv.Channel == IOPub && rcv.Msg.Header.MsgType == "status" && rcv.Msg.ParentHeader.SubshellID == "" {
+		// Only the main shell's busy and idle are its state: a subshell's,
+		// or a control request's (create_subshell_request is answered on
+		// another thread), say nothing of it, and a read beside a long
+		// execution must not make the kernel look idle.
+		if rcv.Channel == IOPub && rcv.Msg.Header.MsgType == "status" && rcv.Msg.ParentHeader.SubshellID == "" && !controlRequests[rcv.Msg.ParentHeader.MsgType] {
 			var st struct {
 				ExecutionState string `json:"execution_state"`
 			}
@@ -45,6 +46,13 @@ func (r *router) run(c Conn) {
 			box.push(rcv)
 		}
 	}
+}
+
+// controlRequests are the requests sent on control: the kernel handles them
+// on a thread of their own, beside whatever the main shell runs.
+var controlRequests = map[string]bool{
+	"create_subshell_request": true, "list_subshell_request": true, "delete_subshell_request": true,
+	"interrupt_request": true, "shutdown_request": true, "debug_request": true,
 }
 
 // register starts collecting the replies to msgID. Call it before sending

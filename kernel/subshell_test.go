@@ -122,8 +122,11 @@ func TestSubshellDuringRun(t *testing.T) {
 		}
 		last = n
 	}
+	if _, err := k.ListSubshells(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if st := k.State(); st != "busy" {
-		t.Errorf("State() = %q during the main shell's run, after reads on a subshell", st)
+		t.Errorf("State() = %q during the main shell's run, after reads on a subshell and a control request", st)
 	}
 	// Output of the subshell's own code is its own.
 	res, err := k.Execute(ctx, "print('from the subshell')", ExecuteOptions{Silent: true, Subshell: sub})
