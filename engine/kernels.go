@@ -204,6 +204,7 @@ func (ss *Session) StopKernel() error {
 	if k == nil {
 		return nil
 	}
+	ss.dropSubshell(k)
 	err := k.Close()
 	ss.eng.events.Publish(Event{Kind: KernelStopped, Session: ss.id, Err: err})
 	return err

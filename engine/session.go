@@ -92,6 +92,10 @@ type Session struct {
 	// images keeps the session's image outputs, served as
 	// session://{id}/outputs/{n} (images.go); nil until the first image.
 	images *ImageStore
+
+	// subMu guards sub, the subshell that reads during a run (subshell.go).
+	subMu sync.Mutex
+	sub   *subshellState
 }
 
 // KernelInfo is what a session knows of its kernel once started.

@@ -117,6 +117,22 @@ type GetValueOutput struct {
 	Shown int    `json:"shown,omitempty"`
 	Total int    `json:"total,omitempty"`
 	Note  string `json:"note,omitempty"`
+	RunNote
+}
+
+// RunNote says how a read met a run in progress: DuringRun names the run
+// it was read beside (values may change), or ReadNote why it waited for it.
+type RunNote struct {
+	DuringRun string `json:"during_run,omitempty"`
+	ReadNote  string `json:"read_note,omitempty"`
+}
+
+// prefix puts the note before a read's text.
+func (n RunNote) prefix(text string) string {
+	if n.ReadNote == "" {
+		return text
+	}
+	return n.ReadNote + "\n" + text
 }
 
 // Variable is one row of list_variables.
@@ -135,6 +151,7 @@ type ListVariablesOutput struct {
 	Variables []Variable `json:"variables"`
 	// Total counts every name; Variables holds the first 500 by name.
 	Total int `json:"total"`
+	RunNote
 }
 
 // CompleteOutput is the structured content of complete.
@@ -142,12 +159,14 @@ type CompleteOutput struct {
 	Matches     []string `json:"matches"`
 	CursorStart int      `json:"cursor_start"`
 	CursorEnd   int      `json:"cursor_end"`
+	RunNote
 }
 
 // InspectOutput is the structured content of inspect.
 type InspectOutput struct {
 	Found bool   `json:"found"`
 	Text  string `json:"text"`
+	RunNote
 }
 
 // SaveFigureOutput is the structured content of save_figure.
@@ -265,6 +284,42 @@ func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *engine
 	return ss.Query(ctx, src, args, limit)
 }
 
+// readQuery is query for a read (get_value, list_variables): while a run
+// executes in a kernel with subshells it runs beside the run, at once;
+// otherwise in its turn, the note saying why it waited.
+func (s *Server) readQuery(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, src string, args map[string]any) (json.RawMessage, RunNote, error) {
+	deadline := time.Now().Add(s.cfg.MaxWait)
+	b, release, waited, err := s.eng.ReadTurn(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
+	if err != nil {
+		return nil, RunNote{}, err
+	}
+	if b != nil {
+		raw, err := b.Query(ctx, src, args)
+		return raw, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}, err
+	}
+	defer release()
+	limit := min(s.queryLimit(), max(time.Until(deadline), minQueryTime))
+	raw, err := ss.Query(ctx, src, args, limit)
+	return raw, RunNote{ReadNote: waited}, err
+}
+
+// beside returns the session's reader beside its run in progress, or nil
+// and the note saying why the read waits for the run.
+func (s *Server) beside(ctx context.Context, id string) (*engine.Beside, RunNote) {
+	ss, err := s.eng.Lookup(sessionOr(id))
+	if err != nil {
+		return nil, RunNote{}
+	}
+	b, why := ss.Beside(ctx)
+	if b != nil {
+		return b, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}
+	}
+	if r := ss.CurrentRun(); r != nil && why != "" {
+		return nil, RunNote{ReadNote: fmt.Sprintf("Waited for run %s to end: %s.", r.View().RunID, why)}
+	}
+	return nil, RunNote{}
+}
+
 // minQueryTime is the least time a query gets once its turn has come, even
 // when --max-wait has nearly run out waiting for it.
 const minQueryTime = 2 * time.Second
@@ -297,7 +352,7 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 		}
 		args["head"] = *in.Head
 	}
-	raw, err := s.query(ctx, req, ss, engine.PyGetValue, args)
+	raw, rn, err := s.readQuery(ctx, req, ss, engine.PyGetValue, args)
 	if err != nil {
 		var pe *engine.PyError
 		if errors.As(err, &pe) {
@@ -329,11 +384,11 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err := dec.Decode(&value); err != nil {
 		return errResult[GetValueOutput]("bad value from the kernel: %v", err)
 	}
-	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Shape: v.Shape, Value: value, Shown: v.Shown, Total: v.Total}
+	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Shape: v.Shape, Value: value, Shown: v.Shown, Total: v.Total, RunNote: rn}
 	if v.Total > 0 {
 		out.Note = fmt.Sprintf("showing %d of %d %s", v.Shown, v.Total, v.Unit)
 	}
-	return textResult(getValueText(in.Expression, out, v.Value, s.cfg.OutputLimit)), out, nil
+	return textResult(rn.prefix(getValueText(in.Expression, out, v.Value, s.cfg.OutputLimit))), out, nil
 }
 
 // getValueText is get_value's text: what the value is, then its JSON. A
@@ -366,11 +421,11 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
-	raw, err := s.query(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables, "max_columns": maxFrameColumns})
+	raw, rn, err := s.readQuery(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables, "max_columns": maxFrameColumns})
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
-	out := ListVariablesOutput{SessionID: ss.ID()}
+	out := ListVariablesOutput{SessionID: ss.ID(), RunNote: rn}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return errResult[ListVariablesOutput]("bad reply from the kernel: %v", err)
 	}
@@ -395,7 +450,7 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 		b.WriteString("No variables defined.")
 	}
 	text, _ := history.CutMiddle(strings.TrimRight(b.String(), "\n"), s.cfg.OutputLimit)
-	return textResult(text), out, nil
+	return textResult(rn.prefix(text)), out, nil
 }
 
 // cursorOr is the cursor position in characters, the end of code by default.
@@ -432,17 +487,23 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 	if err != nil {
 		return errResult[CompleteOutput]("%v", err)
 	}
-	k, err := s.kernelFor(ctx, in.SessionID)
-	if err != nil {
-		return errResult[CompleteOutput]("%v", err)
+	var r *kernel.CompleteReply
+	b, rn := s.beside(ctx, in.SessionID)
+	if b != nil {
+		r, err = b.Complete(ctx, in.Code, pos)
+	} else {
+		var k *kernel.Kernel
+		if k, err = s.kernelFor(ctx, in.SessionID); err != nil {
+			return errResult[CompleteOutput]("%v", err)
+		}
+		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
+		defer cancel()
+		r, err = k.Complete(qctx, in.Code, pos)
 	}
-	qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
-	defer cancel()
-	r, err := k.Complete(qctx, in.Code, pos)
 	if err != nil {
-		return errResult[CompleteOutput]("complete: %v", err)
+		return errResult[CompleteOutput]("complete: %v", rn.prefix(err.Error()))
 	}
-	out := CompleteOutput{Matches: r.Matches, CursorStart: r.CursorStart, CursorEnd: r.CursorEnd}
+	out := CompleteOutput{Matches: r.Matches, CursorStart: r.CursorStart, CursorEnd: r.CursorEnd, RunNote: rn}
 	if out.Matches == nil {
 		out.Matches = []string{}
 	}
@@ -451,7 +512,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 		text = strings.Join(out.Matches, "\n")
 	}
 	text, _ = history.CutMiddle(text, s.cfg.OutputLimit)
-	return textResult(text), out, nil
+	return textResult(rn.prefix(text)), out, nil
 }
 
 func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in InspectInput) (*mcp.CallToolResult, InspectOutput, error) {
@@ -462,17 +523,23 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 	if in.DetailLevel != 0 && in.DetailLevel != 1 {
 		return errResult[InspectOutput]("detail_level is 0 or 1, not %d", in.DetailLevel)
 	}
-	k, err := s.kernelFor(ctx, in.SessionID)
-	if err != nil {
-		return errResult[InspectOutput]("%v", err)
+	var r *kernel.InspectReply
+	b, rn := s.beside(ctx, in.SessionID)
+	if b != nil {
+		r, err = b.Inspect(ctx, in.Code, pos, in.DetailLevel)
+	} else {
+		var k *kernel.Kernel
+		if k, err = s.kernelFor(ctx, in.SessionID); err != nil {
+			return errResult[InspectOutput]("%v", err)
+		}
+		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
+		defer cancel()
+		r, err = k.Inspect(qctx, in.Code, pos, in.DetailLevel)
 	}
-	qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
-	defer cancel()
-	r, err := k.Inspect(qctx, in.Code, pos, in.DetailLevel)
 	if err != nil {
-		return errResult[InspectOutput]("inspect: %v", err)
+		return errResult[InspectOutput]("inspect: %v", rn.prefix(err.Error()))
 	}
-	out := InspectOutput{Found: r.Found}
+	out := InspectOutput{Found: r.Found, RunNote: rn}
 	if raw, ok := r.Data["text/plain"]; ok {
 		var t string
 		if json.Unmarshal(raw, &t) == nil {
@@ -484,7 +551,7 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 		text = "Nothing found for the name at the cursor."
 	}
 	text, _ = history.CutMiddle(text, s.cfg.OutputLimit)
-	return textResult(text), out, nil
+	return textResult(rn.prefix(text)), out, nil
 }
 
 func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in SaveFigureInput) (*mcp.CallToolResult, SaveFigureOutput, error) {

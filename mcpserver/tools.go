@@ -101,6 +101,8 @@ type ListSessionsOutput struct {
 type SessionStatusOutput struct {
 	engine.SessionInfo
 	UIURL string `json:"ui_url,omitempty"` // the web view (--ui), where the person watches
+	// RunNote is set when the probe ran beside a run in progress.
+	RunNote
 }
 
 // MessageOutput is the structured content of tools that only report.
@@ -471,6 +473,7 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	info := ss.Describe()
 	note := ""
+	var readNote RunNote
 	k, restored, restoreNote := ss.RunningKernel(), ss.Restored(), ss.RestoreNote()
 	switch {
 	case k == nil && info.State == "stopped" && restored:
@@ -481,21 +484,22 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 		note = "No kernel runs in this session yet; the next run_code starts one."
 	case info.State != "idle":
 		note = "The kernel is " + info.State + "; details that need the kernel are left out."
+		// During a run, the probe can run beside it on a subshell.
+		if b, _ := ss.Beside(ctx); b != nil {
+			out, err := b.Probe(ctx, engine.StatusProbe)
+			if err == nil && applyStatusProbe(&info, out) {
+				note = b.Note()
+				readNote = RunNote{DuringRun: b.RunID(), ReadNote: note}
+			} else if err != nil {
+				note += " " + err.Error()
+			}
+		}
 	default:
 		// The probe runs silently and leaves no names behind.
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res, err := k.Execute(pctx, engine.StatusProbe, kernel.ExecuteOptions{Silent: true})
 		cancel()
-		var st struct {
-			Executable string            `json:"executable"`
-			Version    string            `json:"version"`
-			Cwd        string            `json:"cwd"`
-			RSS        int64             `json:"rss"`
-			Packages   map[string]string `json:"packages"`
-		}
-		if err == nil && json.Unmarshal([]byte(engine.StreamText(res, "stdout")), &st) == nil {
-			info.Interpreter, info.Version, info.Cwd, info.MemoryRSS, info.Packages = st.Executable, st.Version, st.Cwd, st.RSS, st.Packages
-		} else {
+		if err != nil || !applyStatusProbe(&info, engine.StreamText(res, "stdout")) {
 			note = "The kernel did not answer the status probe; details that need the kernel are left out."
 		}
 	}
@@ -555,7 +559,24 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	if s.cfg.UIURL != "" {
 		fmt.Fprintf(&text, "Web view: %s\n", s.cfg.UIURL)
 	}
-	return textResult(strings.TrimRight(text.String(), "\n")), SessionStatusOutput{info, s.cfg.UIURL}, nil
+	return textResult(strings.TrimRight(text.String(), "\n")), SessionStatusOutput{info, s.cfg.UIURL, readNote}, nil
+}
+
+// applyStatusProbe fills info from the status probe's output; false when
+// the output is not the probe's JSON line.
+func applyStatusProbe(info *engine.SessionInfo, out string) bool {
+	var st struct {
+		Executable string            `json:"executable"`
+		Version    string            `json:"version"`
+		Cwd        string            `json:"cwd"`
+		RSS        int64             `json:"rss"`
+		Packages   map[string]string `json:"packages"`
+	}
+	if json.Unmarshal([]byte(out), &st) != nil {
+		return false
+	}
+	info.Interpreter, info.Version, info.Cwd, info.MemoryRSS, info.Packages = st.Executable, st.Version, st.Cwd, st.RSS, st.Packages
+	return true
 }
 
 func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListKernelsOutput, error) {

@@ -113,16 +113,25 @@ def conv(x, depth=0):
             return bytes(x).decode("utf-8")
         except UnicodeDecodeError:
             raise TypeError("bytes that are not UTF-8 text cannot be converted to JSON; decode them, or use base64")
+    # Containers are copied (one C call, atomic under the GIL) once counted: read
+    # on a subshell while the run appends to them, the copy is what is converted.
     if isinstance(x, dict):
-        spend(len(x), "a dict")
-        return keyed(((k, conv(v, depth + 1)) for k, v in x.items()), "dict")
+        n = len(x)
+        spend(n, "a dict")
+        items = list(x.items())
+        spend(len(items) - n, "a dict")
+        return keyed(((k, conv(v, depth + 1)) for k, v in items), "dict")
     if isinstance(x, (list, tuple, set, frozenset, range)):
-        spend(len(x), "a " + typename(x))
-        if isinstance(x, (set, frozenset)):
+        what, n = typename(x), len(x)
+        spend(n, "a " + what)
+        unordered = isinstance(x, (set, frozenset))
+        x = list(x)
+        spend(len(x) - n, "a " + what)
+        if unordered:
             try:
                 x = sorted(x)
             except TypeError:
-                x = list(x)
+                pass
         return [conv(v, depth + 1) for v in x]
     raise TypeError("a value of type %s cannot be converted to JSON (get_value handles numbers, strings, lists, dicts, datetimes, numpy arrays and scalars, pandas DataFrames and Series)" % typename(x))
 

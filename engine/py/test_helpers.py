@@ -296,5 +296,29 @@ class SessionStatusTest(unittest.TestCase):
         self.assertEqual([k for k in ns if k != "__builtins__"], [])
 
 
+class SubshellReplyTest(unittest.TestCase):
+    """Reads on a subshell return the reply through user_expressions."""
+
+    def test_reply_left_in_the_dict(self):
+        published = []
+        d = {"_km_args": json.dumps({"expression": "len(xs)", "limit": 1000, "max_cells": 100}), "_km_ns": {"xs": [1, 2]}, "_km_reply": None}
+        with mock.patch("IPython.display.publish_display_data", published.append):
+            exec(compile(source("prelude.py") + source("get_value.py"), "<kernel-mcp>", "exec"), d)
+        self.assertEqual(published, [])
+        self.assertEqual(d["_km_reply"]._repr_mimebundle_(), {RESULT_MIME: {"type": "int", "shape": "", "value": 2}})
+        self.assertEqual(repr(d["_km_reply"]), "<kernel-mcp reply>")
+
+    def test_list_growing_while_read_stays_bounded(self):
+        # A list that grows while get_value reads it (the run appends on the
+        # main thread) is converted from one copy, counted against max_cells.
+        class Growing(list):
+            def __iter__(self):
+                self.extend(range(10))
+                return super().__iter__()
+        self.assertEqual(get_value("xs", {"xs": Growing([1, 2])}, max_cells=20)["value"], [1, 2] + list(range(10)))
+        with self.assertRaisesRegex(ValueError, "more than 5 elements"):
+            get_value("xs", {"xs": Growing([1, 2])}, max_cells=5)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,339 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+)
+
+// Reads during a run. While a run executes, get_value, list_variables,
+// inspect, complete and session_status's probe need not wait for its end:
+// on a kernel with subshells (JEP 91, ipykernel 7) they run on a subshell of
+// the session's own, a thread of the kernel that shares the namespace. Each
+// session has at most one, created on the first read during a run; it dies
+// with its kernel process. What changes the session (runs, the data tools
+// that define names, resets) still queues.
+//
+// A read on the subshell runs silently (no execution count, no history)
+// and reaches the helper's reply through user_expressions of an empty
+// execute: IPython runs no post_execute hooks for an empty cell, so
+// matplotlib's inline backend is never touched from the subshell's thread.
+
+// SubshellReadWait bounds a read on the subshell. Code holding the GIL in
+// native code (a C extension, a long regular expression) stops every thread
+// of the kernel, subshells included: the read gives up after this long, says
+// so, and nothing is interrupted.
+const SubshellReadWait = 5 * time.Second
+
+// subshellCreateWait bounds create_subshell_request: a kernel that
+// advertises subshells behind a server that does not pass the request on
+// never answers it, and reads then queue as on a kernel without subshells.
+const subshellCreateWait = 3 * time.Second
+
+// subshellState is a session's subshell on one kernel process.
+type subshellState struct {
+	k   *kernel.Kernel
+	gen int // the session's kernel generation it belongs to
+	sub *kernel.Subshell
+	// none says why reads cannot go beside a run on this kernel process;
+	// they queue then.
+	none string
+	// slot is held while a request is in the subshell. Requests run in
+	// order within a subshell, so one that the kernel has not answered
+	// (stalled behind native code) would hold up every later one: reads
+	// send nothing while it is there.
+	slot chan struct{}
+}
+
+// Beside is a read that runs beside the session's run in progress, on the
+// session's subshell.
+type Beside struct {
+	ss  *Session
+	st  *subshellState
+	run *Run
+}
+
+// RunID is the run the read went beside.
+func (b *Beside) RunID() string { return b.run.id }
+
+// Note is what a result read beside the run says about itself.
+func (b *Beside) Note() string {
+	return fmt.Sprintf("Read during run %s, which is still going: values may change.", b.run.id)
+}
+
+// Beside returns a Beside for a read when a run executes in the session and
+// its kernel has subshells, creating the session's subshell on first use.
+// Otherwise it returns nil, and why (empty when no run executes).
+func (ss *Session) Beside(ctx context.Context) (*Beside, string) {
+	r := ss.CurrentRun()
+	if r == nil || !r.Executing() {
+		return nil, ""
+	}
+	ss.mu.Lock()
+	k, gen := ss.k, ss.gen
+	ss.mu.Unlock()
+	if k == nil {
+		return nil, ""
+	}
+	ss.subMu.Lock()
+	defer ss.subMu.Unlock()
+	st := ss.sub
+	if st == nil || st.k != k || st.gen != gen {
+		// A new kernel process: the old subshell went with the old one.
+		st = &subshellState{k: k, gen: gen, slot: make(chan struct{}, 1)}
+		ss.sub = st
+	}
+	if st.none == "" && st.sub == nil {
+		if !k.HasSubshells() {
+			impl := k.Implementation()
+			if impl == "" {
+				impl = "its kernel_info lists no \"kernel subshells\""
+			}
+			st.none = fmt.Sprintf("this kernel has no subshells (%s; ipykernel 7 has them)", impl)
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, subshellCreateWait)
+			sub, err := k.CreateSubshell(cctx)
+			cancel()
+			switch {
+			case err == nil:
+				st.sub = sub
+			case ctx.Err() != nil:
+				return nil, "" // the caller went; the next read tries again
+			case errors.Is(err, context.DeadlineExceeded):
+				st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer within %v (a gateway that does not pass it on)", subshellCreateWait)
+			default:
+				st.none = fmt.Sprintf("the kernel could not create a subshell (%v)", err)
+			}
+		}
+	}
+	if st.none != "" {
+		return nil, st.none
+	}
+	return &Beside{ss: ss, st: st, run: r}, ""
+}
+
+// ReadTurn is WaitTurn for a read (get_value, list_variables). When a run
+// executes, nothing else waits for the session, and the kernel has
+// subshells, the read goes beside the run: b is set and no turn is taken.
+// Otherwise it waits for its turn as WaitTurn does, and waited says why when
+// that was behind a run.
+func (s *Engine) ReadTurn(ctx context.Context, ss *Session, place Place) (b *Beside, release func(), waited string, err error) {
+	if place != nil {
+		if err := place.Wait(ctx); err != nil {
+			place.Done()
+			return nil, nil, "", fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
+		}
+	}
+	// The caller's place has come: every earlier call has joined the
+	// queue, so a queue of one is the run alone.
+	r := ss.CurrentRun()
+	if r != nil && r.Executing() {
+		why := "calls sent before it were queued behind the run"
+		if ss.queueLen() == 1 {
+			b, why = ss.Beside(ctx)
+			if b != nil {
+				if place != nil {
+					place.Done()
+				}
+				return b, nil, "", nil
+			}
+		}
+		if why != "" {
+			waited = fmt.Sprintf("Waited for run %s to end: %s.", r.id, why)
+		}
+	}
+	release, err = s.waitTurnAs(ctx, ss, joinedPlace{place}, newJob())
+	if err != nil && waited != "" {
+		err = fmt.Errorf("%v (%s)", err, waited)
+	}
+	return nil, release, waited, err
+}
+
+// joinedPlace is a place already waited for: joining gives it up.
+type joinedPlace struct{ p Place }
+
+func (joinedPlace) Wait(context.Context) error { return nil }
+func (j joinedPlace) Done() {
+	if j.p != nil {
+		j.p.Done()
+	}
+}
+
+// errStalled is a read the kernel did not answer within SubshellReadWait;
+// queued is set when an earlier read still held the subshell.
+type errStalled struct{ queued bool }
+
+func (errStalled) Error() string { return "stalled" }
+
+// do runs f, which sends one request to the subshell, within
+// SubshellReadWait. f runs on a goroutine of its own that outlives the
+// call when the kernel is slow: it ends when the kernel answers, the
+// kernel process ends, or after QueryTimeout; until then it holds the
+// subshell, and later reads give up rather than queue behind it.
+func (b *Beside) do(ctx context.Context, f func(context.Context) error) error {
+	t := time.NewTimer(SubshellReadWait)
+	defer t.Stop()
+	select {
+	case b.st.slot <- struct{}{}:
+	case <-t.C:
+		return errStalled{queued: true}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() { <-b.st.slot }()
+		c, cancel := context.WithTimeout(context.Background(), QueryTimeout)
+		defer cancel()
+		done <- f(c)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errStalled{}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fail says what went wrong with a read beside the run.
+func (b *Beside) fail(err error) error {
+	var st errStalled
+	switch {
+	case errors.As(err, &st):
+		what := "did not answer within " + SubshellReadWait.String()
+		if st.queued {
+			what = "is still busy with an earlier read after " + SubshellReadWait.String()
+		}
+		return fmt.Errorf("session %q: the kernel %s while run %s goes on: the run is busy in native code holding the GIL (a C extension, a long regular expression), which stops every thread of the kernel. Nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", b.ss.id, what, b.run.id)
+	case errors.Is(err, kernel.ErrSubshellGone), errors.Is(err, kernel.ErrKernelDied):
+		return fmt.Errorf("session %q: the kernel restarted or died during the read (%v); nothing was read", b.ss.id, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("session %q: the read was cancelled (%v); the run goes on, nothing was interrupted", b.ss.id, err)
+	}
+	return fmt.Errorf("session %q: %v", b.ss.id, err)
+}
+
+// noInput answers input() in a read with end of input. A read still sends
+// allow_stdin: ipykernel keeps that flag for the whole kernel, and a read
+// without it would make the run's later input() fail.
+func noInput(context.Context, kernel.InputRequest) (string, error) {
+	return "", errors.New("a read cannot ask for input")
+}
+
+// execute runs expressions on the subshell: an empty cell (no hooks, no
+// execution count) whose user_expressions are expr.
+func (b *Beside) execute(ctx context.Context, expr string) (*kernel.ExecuteResult, error) {
+	var res *kernel.ExecuteResult
+	err := b.do(ctx, func(c context.Context) error {
+		r, err := b.st.k.Execute(c, "", kernel.ExecuteOptions{
+			Silent: true, NoStoreHistory: true, Subshell: b.st.sub, OnInput: noInput,
+			UserExpressions: map[string]string{"km": expr},
+			MaxOutputs:      100, MaxStreamBytes: 64 << 10,
+		})
+		res = r
+		return err
+	})
+	if err != nil {
+		return nil, b.fail(err)
+	}
+	return res, nil
+}
+
+// Query is Session.Query beside the run: helper src runs on the subshell,
+// its reply read through user_expressions.
+func (b *Beside) Query(ctx context.Context, src string, args map[string]any) (json.RawMessage, error) {
+	if lang := b.ss.Describe().Language; lang != "" && lang != "python" {
+		return nil, fmt.Errorf("session %q runs %s; this tool needs a Python (IPython) kernel", b.ss.id, lang)
+	}
+	a, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	expr := `(lambda d: (exec(compile(` + PyString(src) + `, "<kernel-mcp>", "exec"), d), d["_km_reply"])[1])({"_km_args": ` + PyString(string(a)) + `, "_km_ns": globals(), "_km_reply": None})`
+	res, err := b.execute(ctx, expr)
+	if err != nil {
+		return nil, err
+	}
+	var ue struct {
+		Status string                     `json:"status"`
+		EName  string                     `json:"ename"`
+		EValue string                     `json:"evalue"`
+		Data   map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(res.UserExpressions["km"], &ue); err != nil {
+		return nil, fmt.Errorf("session %q: bad reply from the kernel: %v", b.ss.id, err)
+	}
+	if ue.Status == "error" {
+		return nil, &PyError{EName: ue.EName, EValue: history.PlainText(ue.EValue)}
+	}
+	if raw, ok := ue.Data[ResultMIME]; ok {
+		return raw, nil
+	}
+	return nil, fmt.Errorf("session %q: the kernel gave no result", b.ss.id)
+}
+
+// Probe runs src (session_status's probe) on the subshell in a dict of its
+// own, and returns what it printed.
+func (b *Beside) Probe(ctx context.Context, src string) (string, error) {
+	res, err := b.execute(ctx, `(lambda d: exec(compile(`+PyString(src)+`, "<kernel-mcp>", "exec"), d))({})`)
+	if err != nil {
+		return "", err
+	}
+	return StreamText(res, "stdout"), nil
+}
+
+// Complete asks the subshell for completions.
+func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*kernel.CompleteReply, error) {
+	var r *kernel.CompleteReply
+	err := b.do(ctx, func(c context.Context) (err error) {
+		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.st.sub))
+		return err
+	})
+	if err != nil {
+		return nil, b.fail(err)
+	}
+	return r, nil
+}
+
+// Inspect asks the subshell for the kernel's help on a name.
+func (b *Beside) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*kernel.InspectReply, error) {
+	var r *kernel.InspectReply
+	err := b.do(ctx, func(c context.Context) (err error) {
+		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.st.sub))
+		return err
+	})
+	if err != nil {
+		return nil, b.fail(err)
+	}
+	return r, nil
+}
+
+// dropSubshell forgets the session's subshell before its kernel k is
+// closed. A kernel this server started takes its subshells with it; one it
+// attached to may live on, so its subshell is deleted, unless a read still
+// holds it (deleting a busy subshell waits for it, and would hold up the
+// kernel's control channel).
+func (ss *Session) dropSubshell(k *kernel.Kernel) {
+	ss.subMu.Lock()
+	st := ss.sub
+	ss.sub = nil
+	ss.subMu.Unlock()
+	if st == nil || st.sub == nil || st.k != k || !k.Attached() {
+		return
+	}
+	select {
+	case st.slot <- struct{}{}:
+		ctx, cancel := context.WithTimeout(context.Background(), subshellCreateWait)
+		_ = k.DeleteSubshell(ctx, st.sub)
+		cancel()
+		<-st.slot
+	default:
+	}
+}

@@ -1,0 +1,337 @@
+//go:build unix
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/gatewaytest"
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// readNote is the part of a read's structured content that says how it met
+// a run in progress.
+type readNote struct {
+	DuringRun string `json:"during_run"`
+	ReadNote  string `json:"read_note"`
+}
+
+type valueRead struct {
+	readNote
+	Value any `json:"value"`
+}
+
+// startBackground hands a run off at once and waits until it has printed
+// "started", so that it is executing when the test goes on.
+func (s *server) startBackground(session, code string) string {
+	s.t.Helper()
+	res, _ := s.run(session, "print('started', flush=True)\n"+code, "background", true)
+	st := structured[runState](s.t, res)
+	if st.RunID == "" || !st.going() {
+		s.t.Fatalf("background run: %+v\n%s", st, text(res))
+	}
+	seen := st.Output
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(seen, "started"); {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("run %s printed no \"started\" in 60 s: %q", st.RunID, seen)
+		}
+		p := structured[runState](s.t, s.call("wait_run", map[string]any{"session_id": session, "run_id": st.RunID, "wait": 0.5}))
+		if !p.going() {
+			s.t.Fatalf("run %s ended (%s) before it printed \"started\": %q", st.RunID, p.Status, seen+p.Output)
+		}
+		seen += p.Output
+	}
+	return st.RunID
+}
+
+// getValue calls get_value and decodes it; a tool error fails t.
+func (s *server) getValue(session, expr string) (valueRead, string) {
+	s.t.Helper()
+	res := s.call("get_value", map[string]any{"session_id": session, "expression": expr})
+	if res.IsError {
+		s.t.Fatalf("get_value(%s): %s", expr, text(res))
+	}
+	return structured[valueRead](s.t, res), text(res)
+}
+
+func intOf(t testing.TB, v any) int {
+	t.Helper()
+	n, err := strconv.Atoi(fmt.Sprint(v))
+	if err != nil {
+		t.Fatalf("value %v is not an integer", v)
+	}
+	return n
+}
+
+// subshellCount is how many subshells the session's kernel has, asked of
+// ipykernel's subshell manager (what list_subshell_request answers).
+func (s *server) subshellCount(session string) int {
+	s.t.Helper()
+	_, out := s.run(session, "len(get_ipython().kernel.shell_channel_thread.manager.list_subshell())")
+	if out.Status != "ok" {
+		s.t.Fatalf("listing subshells: %+v", out)
+	}
+	return intOf(s.t, out.Result)
+}
+
+// TestSubshellReadsDuringRun: while a 20 s loop runs, get_value,
+// list_variables, inspect, complete and session_status answer at once, on
+// the session's subshell, and say so; the run keeps all its output, its
+// history entry and its execution count.
+func TestSubshellReadsDuringRun(t *testing.T) {
+	s := startServer(t)
+	runID := s.startBackground("r", "import time\nlosses = []\nfor i in range(20):\n    losses.append(1.0 / (i + 1))\n    print('step', i, flush=True)\n    time.sleep(1)")
+
+	first, txt := s.getValue("r", "len(losses)")
+	n1 := intOf(t, first.Value)
+	if first.DuringRun != runID || n1 < 1 || n1 > 20 {
+		t.Fatalf("first read: %+v\n%s", first, txt)
+	}
+	if !strings.Contains(txt, "Read during run "+runID) || !strings.Contains(txt, "values may change") {
+		t.Errorf("get_value's text does not say it was read during the run:\n%s", txt)
+	}
+	// Later, a larger one: poll until the loop has moved on.
+	var n2 int
+	for deadline := time.Now().Add(15 * time.Second); n2 <= n1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("len(losses) stayed %d", n1)
+		}
+		v, _ := s.getValue("r", "len(losses)")
+		if v.DuringRun != runID {
+			t.Fatalf("read after the run ended (%d steps seen): %+v", n2, v)
+		}
+		n2 = intOf(t, v.Value)
+	}
+	if n2 >= 20 {
+		t.Fatalf("the second read came after the loop's end: %d", n2)
+	}
+
+	lv := s.call("list_variables", map[string]any{"session_id": "r"})
+	vars := structured[struct {
+		readNote
+		Variables []struct {
+			Name string `json:"name"`
+		} `json:"variables"`
+	}](t, lv)
+	found := false
+	for _, v := range vars.Variables {
+		found = found || v.Name == "losses"
+	}
+	if !found || vars.DuringRun != runID {
+		t.Errorf("list_variables during the run: %+v\n%s", vars, text(lv))
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"inspect", map[string]any{"session_id": "r", "code": "losses"}},
+		{"complete", map[string]any{"session_id": "r", "code": "loss"}},
+		{"session_status", map[string]any{"session_id": "r"}},
+	} {
+		res := s.call(c.tool, c.args)
+		if rn := structured[readNote](t, res); res.IsError || rn.DuringRun != runID {
+			t.Errorf("%s during the run: %+v\n%s", c.tool, rn, text(res))
+		}
+		if c.tool == "complete" && !strings.Contains(text(res), "losses") {
+			t.Errorf("complete: %s", text(res))
+		}
+		if c.tool == "session_status" && !strings.Contains(text(res), "Interpreter:") {
+			t.Errorf("session_status did not probe beside the run:\n%s", text(res))
+		}
+	}
+
+	var texts []string
+	finRes, fin := s.waitRunDone("r", runID, &texts)
+	if fin.Status != "ok" {
+		t.Fatalf("run: %+v", fin)
+	}
+	var want strings.Builder
+	want.WriteString("started\n")
+	for i := range 20 {
+		fmt.Fprintf(&want, "step %d\n", i)
+	}
+	if fin.Stdout != want.String() {
+		t.Errorf("run stdout:\n%q\nwant\n%q", fin.Stdout, want.String())
+	}
+	// One history entry, execution count 1: the reads took none.
+	if ec := structured[runOutput](t, finRes).ExecutionCount; ec != 1 {
+		t.Errorf("the run's execution count is %d, want 1", ec)
+	}
+	hist := structured[struct {
+		Total int `json:"total"`
+	}](t, s.call("get_history", map[string]any{"session_id": "r"}))
+	if hist.Total != 1 {
+		t.Errorf("history after the run has %d entries, want 1", hist.Total)
+	}
+	if _, out := s.run("r", "2 + 2"); out.ExecutionCount != 2 {
+		t.Errorf("the next run has execution count %d, want 2", out.ExecutionCount)
+	}
+}
+
+// TestSubshellOutputNotMixed: 200 reads during a run that streams numbered
+// lines: the run's stdout is exactly the sequence, and no read's output
+// (each read prints) reaches it.
+func TestSubshellOutputNotMixed(t *testing.T) {
+	s := startServer(t, "--output-limit", "1000000")
+	stop := filepath.Join(t.TempDir(), "stop")
+	runID := s.startBackground("m", fmt.Sprintf("import os, time\ni = 0\nwhile not os.path.exists(%q):\n    print(i, flush=True)\n    i += 1\n    time.sleep(0.002)", stop))
+	last := -1
+	for k := range 200 {
+		v, txt := s.getValue("m", fmt.Sprintf("(print('read %d', flush=True), i)[1]", k))
+		if v.DuringRun != runID {
+			t.Fatalf("read %d not beside the run: %+v\n%s", k, v, txt)
+		}
+		n := intOf(t, v.Value)
+		if n < last {
+			t.Fatalf("read %d: i went back from %d to %d", k, last, n)
+		}
+		last = n
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	_, fin := s.waitRunDone("m", runID, &texts)
+	if fin.Status != "ok" {
+		t.Fatalf("run: %+v", fin)
+	}
+	lines := strings.Split(strings.TrimSuffix(fin.Stdout, "\n"), "\n")
+	if lines[0] != "started" {
+		t.Fatalf("stdout starts %q", lines[0])
+	}
+	for j, l := range lines[1:] {
+		if l != strconv.Itoa(j) {
+			t.Fatalf("stdout line %d is %q, want %d: output lost, repeated or foreign", j+2, l, j)
+		}
+	}
+	if len(lines)-1 <= last {
+		t.Fatalf("the run printed %d lines, but a read saw i = %d", len(lines)-1, last)
+	}
+}
+
+// TestSubshellIPyKernel6: a kernel without subshells keeps today's
+// behaviour: a read waits for the run, and says why.
+func TestSubshellIPyKernel6(t *testing.T) {
+	py := ipytest.IPyKernel6(t)
+	s := startServer(t, "--python", py, "--pool-size", "0")
+	s.run("six", "x = 1")
+	runID := s.startBackground("six", "import time\ntime.sleep(2)\nx = 2")
+	v, txt := s.getValue("six", "x")
+	if v.DuringRun != "" || intOf(t, v.Value) != 2 {
+		t.Fatalf("read on ipykernel 6: %+v\n%s", v, txt)
+	}
+	want := "Waited for run " + runID + " to end: this kernel has no subshells"
+	if !strings.HasPrefix(v.ReadNote, want) || !strings.HasPrefix(txt, want) {
+		t.Errorf("the read does not say why it waited: %q\n%s", v.ReadNote, txt)
+	}
+}
+
+// TestSubshellGatewayRead: through Jupyter Kernel Gateway, a read during a
+// run goes beside it when the gateway passes subshell messages on, and
+// waits for the run (saying why) when it does not; the value is right
+// either way.
+func TestSubshellGatewayRead(t *testing.T) {
+	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	s := startServer(t, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0")
+	s.run("gw", "n = 0")
+	stop := "/tmp/kmcp-subshell-gw-" + strconv.Itoa(os.Getpid())
+	os.Remove(stop)
+	t.Cleanup(func() { os.Remove(stop) })
+	runID := s.startBackground("gw", fmt.Sprintf("import os, time\nfor n in range(1, 600):\n    if os.path.exists(%q):\n        break\n    time.sleep(0.05)", stop))
+	v, txt := s.getValue("gw", "n")
+	switch {
+	case v.DuringRun == runID:
+		// Beside the run: the loop had started and not ended.
+		if n := intOf(t, v.Value); n < 1 || n >= 599 {
+			t.Errorf("read beside the run gave n = %d", n)
+		}
+		t.Logf("Kernel Gateway passes subshell messages on: %s", txt)
+	case strings.HasPrefix(v.ReadNote, "Waited for run "+runID):
+		t.Logf("Kernel Gateway does not pass subshells on; the read waited: %s", v.ReadNote)
+	default:
+		t.Fatalf("read through the gateway: %+v\n%s", v, txt)
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	if _, fin := s.waitRunDone("gw", runID, &texts); fin.Status != "ok" {
+		t.Fatalf("run: %+v", fin)
+	}
+}
+
+// TestSubshellGIL: a run that holds the GIL in C (a catastrophic regular
+// expression) stalls the kernel's threads. A read gives up within its bound
+// and says why; a second one does not pile up behind the first; one pending
+// when interrupt_session stops the run gets its value; the session is intact.
+func TestSubshellGIL(t *testing.T) {
+	s := startServer(t)
+	runID := s.startBackground("g", "import re\nre.match(r'(a+)+$', 'a' * 32 + 'b')")
+	for _, want := range []string{"did not answer within", "still busy with an earlier read"} {
+		t0 := time.Now()
+		res := s.call("get_value", map[string]any{"session_id": "g", "expression": "1"})
+		if !res.IsError || !strings.Contains(text(res), want) || !strings.Contains(text(res), "native code") || !strings.Contains(text(res), runID) {
+			t.Fatalf("read while the GIL is held: %s", text(res))
+		}
+		t.Logf("answered in %v: %s", time.Since(t0).Round(time.Millisecond), text(res))
+	}
+	var (
+		wg      sync.WaitGroup
+		pending *mcp.CallToolResult
+	)
+	wg.Go(func() { pending = s.call("get_value", map[string]any{"session_id": "g", "expression": "6 * 7"}) })
+	if res := s.call("interrupt_session", map[string]any{"session_id": "g"}); res.IsError {
+		t.Fatalf("interrupt_session: %s", text(res))
+	}
+	wg.Wait()
+	if pending.IsError || !strings.Contains(text(pending), "42") {
+		t.Errorf("the read pending at the interrupt: %s", text(pending))
+	}
+	var texts []string
+	if _, fin := s.waitRunDone("g", runID, &texts); fin.Status != "interrupted" && fin.Status != "error" {
+		t.Errorf("run after interrupt_session: %+v", fin)
+	}
+	if _, out := s.run("g", "x = 5\nx * 2"); out.Status != "ok" || out.Result != "10" {
+		t.Errorf("the session after: %+v", out)
+	}
+	if v, _ := s.getValue("g", "x"); intOf(t, v.Value) != 5 {
+		t.Errorf("get_value after: %+v", v)
+	}
+}
+
+// TestSubshellCleanup: one subshell per session, created on the first read
+// during a run; a reset takes it with the kernel, and the next read during
+// a run makes one again.
+func TestSubshellCleanup(t *testing.T) {
+	s := startServer(t)
+	if n := s.subshellCount("c"); n != 0 {
+		t.Fatalf("subshells before any read: %d", n)
+	}
+	for round := range 2 {
+		runID := s.startBackground("c", "import time\ntime.sleep(1)")
+		for range 3 {
+			if v, txt := s.getValue("c", "1"); v.DuringRun != runID {
+				t.Fatalf("round %d: %+v\n%s", round, v, txt)
+			}
+		}
+		var texts []string
+		s.waitRunDone("c", runID, &texts)
+		if n := s.subshellCount("c"); n != 1 {
+			t.Fatalf("round %d: %d subshells after three reads, want 1", round, n)
+		}
+		if res := s.call("reset_session", map[string]any{"session_id": "c"}); res.IsError {
+			t.Fatalf("reset_session: %s", text(res))
+		}
+		if n := s.subshellCount("c"); n != 0 {
+			t.Fatalf("round %d: %d subshells after reset_session", round, n)
+		}
+	}
+}
