@@ -43,6 +43,9 @@ type subshellState struct {
 	// none says why reads cannot go beside a run on this kernel process;
 	// they queue then.
 	none string
+	// creating is closed when the create_subshell_request in flight is
+	// answered or given up; nil when none is.
+	creating chan struct{}
 	// slot is held while a request is in the subshell. Requests run in
 	// order within a subshell, so one that the kernel has not answered
 	// (stalled behind native code) would hold up every later one: reads
@@ -68,17 +71,19 @@ func (b *Beside) Note() string {
 
 // Beside returns a Beside for a read when a run executes in the session and
 // its kernel has subshells, creating the session's subshell on first use.
-// Otherwise it returns nil, and why (empty when no run executes).
-func (ss *Session) Beside(ctx context.Context) (*Beside, string) {
+// Otherwise it returns nil, and why (empty when no run executes). err is
+// set when the read can neither go beside the run nor usefully wait for it:
+// the kernel does not answer at all (code holding the GIL).
+func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 	r := ss.CurrentRun()
 	if r == nil || !r.Executing() {
-		return nil, ""
+		return nil, "", nil
 	}
 	ss.mu.Lock()
 	k, gen := ss.k, ss.gen
 	ss.mu.Unlock()
 	if k == nil {
-		return nil, ""
+		return nil, "", nil
 	}
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
@@ -88,7 +93,7 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string) {
 		st = &subshellState{k: k, gen: gen, slot: make(chan struct{}, 1)}
 		ss.sub = st
 	}
-	if st.none == "" && st.sub == nil {
+	if st.sub == nil && st.none == "" && st.creating == nil {
 		if !k.HasSubshells() {
 			impl := k.Implementation()
 			if impl == "" {
@@ -96,25 +101,66 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string) {
 			}
 			st.none = fmt.Sprintf("this kernel has no subshells (%s; ipykernel 7 has them)", impl)
 		} else {
-			cctx, cancel := context.WithTimeout(ctx, subshellCreateWait)
-			sub, err := k.CreateSubshell(cctx)
-			cancel()
-			switch {
-			case err == nil:
-				st.sub = sub
-			case ctx.Err() != nil:
-				return nil, "" // the caller went; the next read tries again
-			case errors.Is(err, context.DeadlineExceeded):
-				st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer within %v (a gateway that does not pass it on)", subshellCreateWait)
-			default:
-				st.none = fmt.Sprintf("the kernel could not create a subshell (%v)", err)
-			}
+			ss.createSubshell(st)
 		}
 	}
-	if st.none != "" {
-		return nil, st.none
+	if pending := st.creating; pending != nil && st.sub == nil && st.none == "" {
+		t := time.NewTimer(subshellCreateWait)
+		ss.subMu.Unlock()
+		select {
+		case <-pending:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		ss.subMu.Lock()
+		switch {
+		case st.sub != nil:
+		case ctx.Err() != nil:
+			return nil, "", fmt.Errorf("session %q: the read was cancelled (%v)", ss.id, ctx.Err())
+		case st.creating == nil:
+			// Answered, with an error: st.none says it.
+		case k.GatewayURL() == "":
+			// Over ZeroMQ the request reached the kernel: it does not
+			// answer because its threads are stalled.
+			return nil, "", stalledError(ss.id, r.id, "did not answer create_subshell_request within "+subshellCreateWait.String())
+		default:
+			// Through a gateway, the request may have been dropped. The
+			// read waits for the run; should the answer come after all,
+			// later reads go beside.
+			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer through the gateway within %v (it may not pass subshell messages on, or the run holds the GIL)", subshellCreateWait)
+		}
 	}
-	return &Beside{ss: ss, st: st, run: r}, ""
+	if st.sub == nil {
+		return nil, st.none, nil
+	}
+	return &Beside{ss: ss, st: st, run: r}, "", nil
+}
+
+// createSubshell sends create_subshell_request for st, called with subMu
+// held. The answer is waited for on a goroutine of its own, at most
+// QueryTimeout or until the kernel process ends: a stalled kernel answers
+// late, and a late answer still gives the session its subshell.
+func (ss *Session) createSubshell(st *subshellState) {
+	done := make(chan struct{})
+	st.creating = done
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), QueryTimeout)
+		defer cancel()
+		sub, err := st.k.CreateSubshell(ctx)
+		ss.subMu.Lock()
+		defer ss.subMu.Unlock()
+		st.creating = nil
+		switch {
+		case err == nil:
+			st.sub, st.none = sub, ""
+		case errors.Is(err, context.DeadlineExceeded):
+			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer in %v", QueryTimeout)
+		default:
+			st.none = fmt.Sprintf("the kernel could not create a subshell (%v)", err)
+		}
+	}()
 }
 
 // ReadTurn is WaitTurn for a read (get_value, list_variables). When a run
@@ -135,7 +181,14 @@ func (s *Engine) ReadTurn(ctx context.Context, ss *Session, place Place) (b *Bes
 	if r != nil && r.Executing() {
 		why := "calls sent before it were queued behind the run"
 		if ss.queueLen() == 1 {
-			b, why = ss.Beside(ctx)
+			var err error
+			b, why, err = ss.Beside(ctx)
+			if err != nil {
+				if place != nil {
+					place.Done()
+				}
+				return nil, nil, "", err
+			}
 			if b != nil {
 				if place != nil {
 					place.Done()
@@ -211,13 +264,19 @@ func (b *Beside) fail(err error) error {
 		if st.queued {
 			what = "is still busy with an earlier read after " + SubshellReadWait.String()
 		}
-		return fmt.Errorf("session %q: the kernel %s while run %s goes on: the run is busy in native code holding the GIL (a C extension, a long regular expression), which stops every thread of the kernel. Nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", b.ss.id, what, b.run.id)
+		return stalledError(b.ss.id, b.run.id, what)
 	case errors.Is(err, kernel.ErrSubshellGone), errors.Is(err, kernel.ErrKernelDied):
 		return fmt.Errorf("session %q: the kernel restarted or died during the read (%v); nothing was read", b.ss.id, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("session %q: the read was cancelled (%v); the run goes on, nothing was interrupted", b.ss.id, err)
 	}
 	return fmt.Errorf("session %q: %v", b.ss.id, err)
+}
+
+// stalledError says that a read gave up on a kernel whose threads are
+// stalled by the run.
+func stalledError(session, run, what string) error {
+	return fmt.Errorf("session %q: the kernel %s while run %s goes on: the run is busy in native code holding the GIL (a C extension, a long regular expression), which stops every thread of the kernel. Nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", session, what, run)
 }
 
 // noInput answers input() in a read with end of input. A read still sends

@@ -270,12 +270,33 @@ func TestSubshellGatewayRead(t *testing.T) {
 
 // TestSubshellGIL: a run that holds the GIL in C (a catastrophic regular
 // expression) stalls the kernel's threads. A read gives up within its bound
-// and says why; a second one does not pile up behind the first; one pending
-// when interrupt_session stops the run gets its value; the session is intact.
+// and says why, also the first one, which has to create the subshell; a
+// second one does not pile up behind the first; one pending when
+// interrupt_session stops the run gets its value; the session is intact.
 func TestSubshellGIL(t *testing.T) {
 	s := startServer(t)
-	runID := s.startBackground("g", "import re\nre.match(r'(a+)+$', 'a' * 32 + 'b')")
-	for _, want := range []string{"did not answer within", "still busy with an earlier read"} {
+	// The run says it has started by a file: output would not get out,
+	// since ipykernel's iopub thread needs the GIL too.
+	dir := t.TempDir()
+	round := 0
+	startRegex := func() string {
+		t.Helper()
+		round++
+		mark := filepath.Join(dir, strconv.Itoa(round))
+		res, _ := s.run("g", fmt.Sprintf("import re\nopen(%q, 'w').close()\nre.match(r'(a+)+$', 'a' * 32 + 'b')", mark), "background", true)
+		st := structured[runState](t, res)
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			if _, err := os.Stat(mark); err == nil {
+				return st.RunID
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s did not start: %s", st.RunID, text(res))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	stalled := func(runID, want string) {
+		t.Helper()
 		t0 := time.Now()
 		res := s.call("get_value", map[string]any{"session_id": "g", "expression": "1"})
 		if !res.IsError || !strings.Contains(text(res), want) || !strings.Contains(text(res), "native code") || !strings.Contains(text(res), runID) {
@@ -283,21 +304,34 @@ func TestSubshellGIL(t *testing.T) {
 		}
 		t.Logf("answered in %v: %s", time.Since(t0).Round(time.Millisecond), text(res))
 	}
+	interrupt := func(runID string) {
+		t.Helper()
+		if res := s.call("interrupt_session", map[string]any{"session_id": "g"}); res.IsError {
+			t.Fatalf("interrupt_session: %s", text(res))
+		}
+		var texts []string
+		if _, fin := s.waitRunDone("g", runID, &texts); fin.Status != "interrupted" && fin.Status != "error" {
+			t.Errorf("run after interrupt_session: %+v", fin)
+		}
+	}
+
+	// No subshell yet: creating one is what stalls.
+	runID := startRegex()
+	stalled(runID, "did not answer create_subshell_request")
+	interrupt(runID)
+
+	runID = startRegex()
+	stalled(runID, "did not answer within")
+	stalled(runID, "still busy with an earlier read")
 	var (
 		wg      sync.WaitGroup
 		pending *mcp.CallToolResult
 	)
 	wg.Go(func() { pending = s.call("get_value", map[string]any{"session_id": "g", "expression": "6 * 7"}) })
-	if res := s.call("interrupt_session", map[string]any{"session_id": "g"}); res.IsError {
-		t.Fatalf("interrupt_session: %s", text(res))
-	}
+	interrupt(runID)
 	wg.Wait()
 	if pending.IsError || !strings.Contains(text(pending), "42") {
 		t.Errorf("the read pending at the interrupt: %s", text(pending))
-	}
-	var texts []string
-	if _, fin := s.waitRunDone("g", runID, &texts); fin.Status != "interrupted" && fin.Status != "error" {
-		t.Errorf("run after interrupt_session: %+v", fin)
 	}
 	if _, out := s.run("g", "x = 5\nx * 2"); out.Status != "ok" || out.Result != "10" {
 		t.Errorf("the session after: %+v", out)

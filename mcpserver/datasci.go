@@ -305,19 +305,22 @@ func (s *Server) readQuery(ctx context.Context, req *mcp.CallToolRequest, ss *en
 
 // beside returns the session's reader beside its run in progress, or nil
 // and the note saying why the read waits for the run.
-func (s *Server) beside(ctx context.Context, id string) (*engine.Beside, RunNote) {
+func (s *Server) beside(ctx context.Context, id string) (*engine.Beside, RunNote, error) {
 	ss, err := s.eng.Lookup(sessionOr(id))
 	if err != nil {
-		return nil, RunNote{}
+		return nil, RunNote{}, nil
 	}
-	b, why := ss.Beside(ctx)
+	b, why, err := ss.Beside(ctx)
+	if err != nil {
+		return nil, RunNote{}, err
+	}
 	if b != nil {
-		return b, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}
+		return b, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}, nil
 	}
 	if r := ss.CurrentRun(); r != nil && why != "" {
-		return nil, RunNote{ReadNote: fmt.Sprintf("Waited for run %s to end: %s.", r.View().RunID, why)}
+		return nil, RunNote{ReadNote: fmt.Sprintf("Waited for run %s to end: %s.", r.View().RunID, why)}, nil
 	}
-	return nil, RunNote{}
+	return nil, RunNote{}, nil
 }
 
 // minQueryTime is the least time a query gets once its turn has come, even
@@ -488,7 +491,10 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 		return errResult[CompleteOutput]("%v", err)
 	}
 	var r *kernel.CompleteReply
-	b, rn := s.beside(ctx, in.SessionID)
+	b, rn, err := s.beside(ctx, in.SessionID)
+	if err != nil {
+		return errResult[CompleteOutput]("%v", err)
+	}
 	if b != nil {
 		r, err = b.Complete(ctx, in.Code, pos)
 	} else {
@@ -524,7 +530,10 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 		return errResult[InspectOutput]("detail_level is 0 or 1, not %d", in.DetailLevel)
 	}
 	var r *kernel.InspectReply
-	b, rn := s.beside(ctx, in.SessionID)
+	b, rn, err := s.beside(ctx, in.SessionID)
+	if err != nil {
+		return errResult[InspectOutput]("%v", err)
+	}
 	if b != nil {
 		r, err = b.Inspect(ctx, in.Code, pos, in.DetailLevel)
 	} else {

@@ -485,7 +485,9 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	case info.State != "idle":
 		note = "The kernel is " + info.State + "; details that need the kernel are left out."
 		// During a run, the probe can run beside it on a subshell.
-		if b, _ := ss.Beside(ctx); b != nil {
+		if b, _, err := ss.Beside(ctx); err != nil {
+			note += " " + err.Error()
+		} else if b != nil {
 			out, err := b.Probe(ctx, engine.StatusProbe)
 			if err == nil && applyStatusProbe(&info, out) {
 				note = b.Note()
