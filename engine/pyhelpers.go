@@ -28,6 +28,12 @@ var (
 	//go:embed py/check_data.py
 	checkDataSrc string
 
+	// subshellGuard is the code of every read on a subshell: it keeps
+	// IPython's pre/post_execute hooks (matplotlib's figure flushing) off
+	// the reading thread.
+	//go:embed py/subshell_guard.py
+	subshellGuard string
+
 	// StatusProbe gathers what session_status reports from inside the
 	// kernel, printing it as one JSON line.
 	//go:embed py/session_status.py

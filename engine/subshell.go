@@ -19,10 +19,11 @@ import (
 // with its kernel process. What changes the session (runs, the data tools
 // that define names, resets) still queues.
 //
-// A read on the subshell runs silently (no execution count, no history)
-// and reaches the helper's reply through user_expressions of an empty
-// execute: IPython runs no post_execute hooks for an empty cell, so
-// matplotlib's inline backend is never touched from the subshell's thread.
+// A read on the subshell runs silently (no execution count, no history):
+// the helper's reply comes back through user_expressions, and the cell
+// itself (py/subshell_guard.py) makes IPython skip its pre/post_execute
+// hooks on the reading thread, so that matplotlib's inline backend never
+// shows or closes the run's figures from there.
 
 // SubshellReadWait bounds a read on the subshell. Code holding the GIL in
 // native code (a C extension, a long regular expression) stops every thread
@@ -286,12 +287,17 @@ func noInput(context.Context, kernel.InputRequest) (string, error) {
 	return "", errors.New("a read cannot ask for input")
 }
 
-// execute runs expressions on the subshell: an empty cell (no hooks, no
-// execution count) whose user_expressions are expr.
+// guardCode is the cell of every read on the subshell (py/subshell_guard.py,
+// in a dict of its own).
+var guardCode = "exec(compile(" + PyString(subshellGuard) + `, "<kernel-mcp>", "exec"), {})`
+
+// execute runs expr on the subshell, as the user_expression of a silent
+// cell (no execution count, no history) that keeps IPython's hooks off the
+// reading thread.
 func (b *Beside) execute(ctx context.Context, expr string) (*kernel.ExecuteResult, error) {
 	var res *kernel.ExecuteResult
 	err := b.do(ctx, func(c context.Context) error {
-		r, err := b.st.k.Execute(c, "", kernel.ExecuteOptions{
+		r, err := b.st.k.Execute(c, guardCode, kernel.ExecuteOptions{
 			Silent: true, NoStoreHistory: true, Subshell: b.st.sub, OnInput: noInput,
 			UserExpressions: map[string]string{"km": expr},
 			MaxOutputs:      100, MaxStreamBytes: 64 << 10,

@@ -217,6 +217,56 @@ func TestSubshellOutputNotMixed(t *testing.T) {
 	}
 }
 
+// TestSubshellLeavesFiguresAlone: reads beside a run that is drawing with
+// the inline backend neither flush nor close its figure (IPython's
+// post_execute hooks never run for them), and import no matplotlib.
+func TestSubshellLeavesFiguresAlone(t *testing.T) {
+	requirePython(t, "matplotlib")
+	s := startServer(t)
+	if _, out := s.run("f", "import sys\n'matplotlib' in sys.modules"); out.Result != "False" {
+		t.Fatalf("matplotlib loaded before any plot: %+v", out)
+	}
+	// A session with no matplotlib: the reads must not load it.
+	runID := s.startBackground("f", "import time\ntime.sleep(1.5)")
+	for _, tool := range []string{"get_value", "list_variables", "session_status"} {
+		args := map[string]any{"session_id": "f"}
+		if tool == "get_value" {
+			args["expression"] = "1"
+		}
+		res := s.call(tool, args)
+		if rn := structured[readNote](t, res); res.IsError || rn.DuringRun != runID {
+			t.Fatalf("%s: %+v\n%s", tool, rn, text(res))
+		}
+	}
+	var texts []string
+	s.waitRunDone("f", runID, &texts)
+	if _, out := s.run("f", "'matplotlib' in sys.modules"); out.Result != "False" {
+		t.Errorf("a read beside the run imported matplotlib")
+	}
+	stop := filepath.Join(t.TempDir(), "stop")
+	runID = s.startBackground("f", fmt.Sprintf("%%matplotlib inline\nimport os, time\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\ndrawn = True\nwhile not os.path.exists(%q):\n    time.sleep(0.01)", stop))
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if v, _ := s.getValue("f", "globals().get('drawn', False)"); v.Value == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not draw in 60 s")
+		}
+	}
+	for range 3 {
+		if v, txt := s.getValue("f", "len(plt.get_fignums())"); v.DuringRun != runID || intOf(t, v.Value) != 1 {
+			t.Fatalf("read beside the drawing run: %+v\n%s", v, txt)
+		}
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, fin := s.waitRunDone("f", runID, &texts)
+	if imgs, _ := imageParts(res); fin.Status != "ok" || len(imgs) != 1 {
+		t.Errorf("the drawing run ended %s with %d images, want its one figure:\n%s", fin.Status, len(imgs), text(res))
+	}
+}
+
 // TestSubshellIPyKernel6: a kernel without subshells keeps today's
 // behaviour: a read waits for the run, and says why.
 func TestSubshellIPyKernel6(t *testing.T) {
