@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -113,4 +114,60 @@ func BenchmarkGetHistory10000(b *testing.B) {
 	}
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "ms/median")
+}
+
+// BenchmarkGetValueDuringRun is a get_value tool call while a run is in
+// progress (read beside it on the session's subshell), next to the same
+// call on an idle kernel (in its turn, on the main shell). The run sleeps
+// in a loop, as a fit waiting on I/O or releasing the GIL does.
+func BenchmarkGetValueDuringRun(b *testing.B) {
+	requireKernel(b)
+	cmd := exec.Command(fastBinary(b), "--state-dir", "none")
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	ctx := context.Background()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %v", name, err, res)
+		}
+		return res
+	}
+	get := map[string]any{"expression": "len(losses)"}
+	measure := func(during bool) time.Duration {
+		for range 20 { // warm up (and create the subshell)
+			call("get_value", get)
+		}
+		durations := make([]time.Duration, 0, b.N)
+		for range b.N {
+			t0 := time.Now()
+			res := call("get_value", get)
+			durations = append(durations, time.Since(t0))
+			if sc, _ := res.StructuredContent.(map[string]any); (sc["during_run"] != nil) != during {
+				b.Fatalf("during_run = %v, want a read during the run: %v", sc["during_run"], during)
+			}
+		}
+		slices.Sort(durations)
+		return durations[len(durations)/2]
+	}
+	stop := filepath.Join(b.TempDir(), "stop")
+	call("run_code", map[string]any{"code": "losses = []"})
+	b.ResetTimer()
+	call("run_code", map[string]any{"background": true, "code": fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    losses.append(0)\n    time.sleep(0.01)", stop)})
+	during := measure(true)
+	b.StopTimer()
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	call("wait_run", map[string]any{})
+	b.StartTimer()
+	idle := measure(false)
+	b.StopTimer()
+	b.ReportMetric(float64(during.Microseconds())/1000, "ms/median-during-run")
+	b.ReportMetric(float64(idle.Microseconds())/1000, "ms/median-idle")
+	b.ReportMetric(float64(during)/float64(idle), "ratio")
 }
