@@ -164,58 +164,39 @@ func (ss *Session) createSubshell(st *subshellState) {
 	}()
 }
 
-// ReadTurn is WaitTurn for a read (get_value, list_variables). When a run
+// ReadBeside is for a read (get_value, list_variables) that may go beside
+// the run in progress. It waits for the caller's place; then, when a run
 // executes, nothing else waits for the session, and the kernel has
-// subshells, the read goes beside the run: b is set and no turn is taken.
-// Otherwise it waits for its turn as WaitTurn does, and waited says why when
-// that was behind a run.
-func (s *Engine) ReadTurn(ctx context.Context, ss *Session, place Place) (b *Beside, release func(), waited string, err error) {
+// subshells, it gives the place up and returns b. Otherwise b is nil and
+// the place is kept for the caller's WaitTurn; waited says why the read
+// waits, when that is behind a run.
+func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *Beside, waited string, err error) {
 	if place != nil {
 		if err := place.Wait(ctx); err != nil {
 			place.Done()
-			return nil, nil, "", fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
+			return nil, "", fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
 		}
 	}
 	// The caller's place has come: every earlier call has joined the
 	// queue, so a queue of one is the run alone.
 	r := ss.CurrentRun()
-	if r != nil && r.Executing() {
-		why := "calls sent before it were queued behind the run"
-		if ss.queueLen() == 1 {
-			var err error
-			b, why, err = ss.Beside(ctx)
-			if err != nil {
-				if place != nil {
-					place.Done()
-				}
-				return nil, nil, "", err
+	if r == nil || !r.Executing() {
+		return nil, "", nil
+	}
+	why := "calls sent before it were queued behind the run"
+	if ss.queueLen() == 1 {
+		b, why, err = ss.Beside(ctx)
+		if err != nil || b != nil {
+			if place != nil {
+				place.Done()
 			}
-			if b != nil {
-				if place != nil {
-					place.Done()
-				}
-				return b, nil, "", nil
-			}
-		}
-		if why != "" {
-			waited = fmt.Sprintf("Waited for run %s to end: %s.", r.id, why)
+			return b, "", err
 		}
 	}
-	release, err = s.waitTurnAs(ctx, ss, joinedPlace{place}, newJob())
-	if err != nil && waited != "" {
-		err = fmt.Errorf("%v (%s)", err, waited)
+	if why == "" {
+		return nil, "", nil
 	}
-	return nil, release, waited, err
-}
-
-// joinedPlace is a place already waited for: joining gives it up.
-type joinedPlace struct{ p Place }
-
-func (joinedPlace) Wait(context.Context) error { return nil }
-func (j joinedPlace) Done() {
-	if j.p != nil {
-		j.p.Done()
-	}
+	return nil, fmt.Sprintf("Waited for run %s to end: %s.", r.id, why), nil
 }
 
 // errStalled is a read the kernel did not answer within SubshellReadWait;

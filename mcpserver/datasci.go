@@ -288,8 +288,7 @@ func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *engine
 // executes in a kernel with subshells it runs beside the run, at once;
 // otherwise in its turn, the note saying why it waited.
 func (s *Server) readQuery(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, src string, args map[string]any) (json.RawMessage, RunNote, error) {
-	deadline := time.Now().Add(s.cfg.MaxWait)
-	b, release, waited, err := s.eng.ReadTurn(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
+	b, waited, err := s.eng.ReadBeside(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
 	if err != nil {
 		return nil, RunNote{}, err
 	}
@@ -297,9 +296,10 @@ func (s *Server) readQuery(ctx context.Context, req *mcp.CallToolRequest, ss *en
 		raw, err := b.Query(ctx, src, args)
 		return raw, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}, err
 	}
-	defer release()
-	limit := min(s.queryLimit(), max(time.Until(deadline), minQueryTime))
-	raw, err := ss.Query(ctx, src, args, limit)
+	raw, err := s.query(ctx, req, ss, src, args)
+	if err != nil && waited != "" {
+		err = fmt.Errorf("%v (%s)", err, waited)
+	}
 	return raw, RunNote{ReadNote: waited}, err
 }
 
