@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -200,8 +201,9 @@ func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *B
 }
 
 // errStalled is a read the kernel did not answer within SubshellReadWait;
-// queued is set when an earlier read still held the subshell.
-type errStalled struct{ queued bool }
+// queued is set when an earlier read still held the subshell, running when
+// the kernel had taken the read up (it is the read that is slow).
+type errStalled struct{ queued, running bool }
 
 func (errStalled) Error() string { return "stalled" }
 
@@ -210,7 +212,7 @@ func (errStalled) Error() string { return "stalled" }
 // call when the kernel is slow: it ends when the kernel answers, the
 // kernel process ends, or after QueryTimeout; until then it holds the
 // subshell, and later reads give up rather than queue behind it.
-func (b *Beside) do(ctx context.Context, f func(context.Context) error) error {
+func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started func()) error) error {
 	t := time.NewTimer(SubshellReadWait)
 	defer t.Stop()
 	select {
@@ -221,17 +223,18 @@ func (b *Beside) do(ctx context.Context, f func(context.Context) error) error {
 		return ctx.Err()
 	}
 	done := make(chan error, 1)
+	var running atomic.Bool
 	go func() {
 		defer func() { <-b.st.slot }()
 		c, cancel := context.WithTimeout(context.Background(), QueryTimeout)
 		defer cancel()
-		done <- f(c)
+		done <- f(c, func() { running.Store(true) })
 	}()
 	select {
 	case err := <-done:
 		return err
 	case <-t.C:
-		return errStalled{}
+		return errStalled{running: running.Load()}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -241,6 +244,8 @@ func (b *Beside) do(ctx context.Context, f func(context.Context) error) error {
 func (b *Beside) fail(err error) error {
 	var st errStalled
 	switch {
+	case errors.As(err, &st) && st.running:
+		return fmt.Errorf("session %q: the read is still running after %v beside run %s (the expression itself is slow); it goes on in the kernel, and nothing was interrupted. Later reads wait for it or give up; call wait_run, and read once the run has ended", b.ss.id, SubshellReadWait, b.run.id)
 	case errors.As(err, &st):
 		what := "did not answer within " + SubshellReadWait.String()
 		if st.queued {
@@ -277,9 +282,9 @@ var guardCode = "exec(compile(" + PyString(subshellGuard) + `, "<kernel-mcp>", "
 // reading thread.
 func (b *Beside) execute(ctx context.Context, expr string) (*kernel.ExecuteResult, error) {
 	var res *kernel.ExecuteResult
-	err := b.do(ctx, func(c context.Context) error {
+	err := b.do(ctx, func(c context.Context, started func()) error {
 		r, err := b.st.k.Execute(c, guardCode, kernel.ExecuteOptions{
-			Silent: true, NoStoreHistory: true, Subshell: b.st.sub, OnInput: noInput,
+			Silent: true, NoStoreHistory: true, Subshell: b.st.sub, OnInput: noInput, OnBusy: started,
 			UserExpressions: map[string]string{"km": expr},
 			MaxOutputs:      100, MaxStreamBytes: 64 << 10,
 		})
@@ -338,7 +343,7 @@ func (b *Beside) Probe(ctx context.Context, src string) (string, error) {
 // Complete asks the subshell for completions.
 func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*kernel.CompleteReply, error) {
 	var r *kernel.CompleteReply
-	err := b.do(ctx, func(c context.Context) (err error) {
+	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
 		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.st.sub))
 		return err
 	})
@@ -351,7 +356,7 @@ func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*ker
 // Inspect asks the subshell for the kernel's help on a name.
 func (b *Beside) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*kernel.InspectReply, error) {
 	var r *kernel.InspectReply
-	err := b.do(ctx, func(c context.Context) (err error) {
+	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
 		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.st.sub))
 		return err
 	})

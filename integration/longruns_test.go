@@ -475,6 +475,9 @@ func TestQueryAfterWaitingSharesMaxWait(t *testing.T) {
 	if st := structured[runState](t, res); !st.going() {
 		t.Fatalf("background run: %+v", st)
 	}
+	// A run queued behind it keeps the query in line (a read with nothing
+	// queued ahead of it would go beside the run, on a subshell).
+	s.run("q", "pass", "background", true)
 	// The query gets its turn after at least 4 s of the 6, so it may run
 	// for 2 s at most; a whole max-wait would let it run for 6.
 	res = s.call("get_value", map[string]any{"session_id": "q", "expression": "time.sleep(60) or ready"})

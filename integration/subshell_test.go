@@ -267,6 +267,22 @@ func TestSubshellLeavesFiguresAlone(t *testing.T) {
 	}
 }
 
+// TestSubshellSlowRead: a read whose own expression is slow says so after
+// its bound, and goes on in the kernel; the next read waits for it.
+func TestSubshellSlowRead(t *testing.T) {
+	s := startServer(t)
+	s.run("s", "import time")
+	runID := s.startBackground("s", "time.sleep(30)")
+	res := s.call("get_value", map[string]any{"session_id": "s", "expression": "time.sleep(7) or 1"})
+	if !res.IsError || !strings.Contains(text(res), "the expression itself is slow") || !strings.Contains(text(res), runID) {
+		t.Fatalf("slow read: %s", text(res))
+	}
+	if v, txt := s.getValue("s", "2"); v.DuringRun != runID || intOf(t, v.Value) != 2 {
+		t.Fatalf("the read after the slow one: %+v\n%s", v, txt)
+	}
+	s.call("interrupt_session", map[string]any{"session_id": "s"})
+}
+
 // TestSubshellIPyKernel6: a kernel without subshells keeps today's
 // behaviour: a read waits for the run, and says why.
 func TestSubshellIPyKernel6(t *testing.T) {

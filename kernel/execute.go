@@ -46,6 +46,9 @@ type ExecuteOptions struct {
 	// shell's execution rather than behind it. When ctx ends first, the
 	// request is abandoned and never interrupted (see ErrAbandoned).
 	Subshell *Subshell
+	// OnBusy, if set, is called once when the kernel takes the request up
+	// (its busy status arrives), on the caller's goroutine inside Execute.
+	OnBusy func()
 }
 
 // InputRequest is a kernel's input_request: the code called input() or, with
@@ -151,6 +154,9 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 				if json.Unmarshal(r.Msg.Content, &st) == nil {
 					switch st.ExecutionState {
 					case "busy":
+						if !busy && opts.OnBusy != nil {
+							opts.OnBusy()
+						}
 						busy = true
 					case "idle":
 						idle = true
