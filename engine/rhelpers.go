@@ -1,0 +1,94 @@
+package engine
+
+import (
+	_ "embed" // the helpers' R source
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// R run silently in an R (IRkernel) session's kernel by get_value and
+// list_variables: the same arguments and the same reply as their Python
+// versions. The source lives in r/*.R, real R files that are unit-tested
+// on their own (TestRHelpers), and is embedded here as it is.
+//
+// A helper runs as local({...}), so its names live in an environment of
+// its own and nothing is defined in the user's global environment; the
+// execute is silent, so IRkernel neither counts it nor sends what it
+// prints. It answers with one display_data of ResultMIME, whose value
+// IRkernel sends as a JSON string.
+
+var (
+	//go:embed r/prelude.R
+	rPrelude string
+	//go:embed r/get_value.R
+	rGetValueSrc string
+	//go:embed r/list_variables.R
+	rListVariablesSrc string
+)
+
+// rHelpers holds the R version of each Python helper that has one; the
+// other helpers need a Python kernel.
+var rHelpers = map[string]string{
+	PyGetValue:      rPrelude + rGetValueSrc,
+	PyListVariables: rPrelude + rListVariablesSrc,
+}
+
+// rCall is the code that runs R helper src with args (JSON). An error the
+// helper stops with is replied as {"km_error": message}: IRkernel keeps a
+// silent execute's errors to itself.
+func rCall(src string, args []byte) string {
+	return "local({\n.km_args <- " + RString(string(args)) + "\ntryCatch({\n" + src + "\n}, error = function(e) {\n" +
+		"  bundle <- list()\n" +
+		"  bundle[[" + RString(ResultMIME) + "]] <- as.character(jsonlite::toJSON(list(km_error = conditionMessage(e)), auto_unbox = TRUE))\n" +
+		"  IRdisplay::publish_mimebundle(bundle)\n" +
+		"})\n})\n"
+}
+
+// RString quotes s as an R string literal. Control characters are written
+// as \xhh, not \u: R refuses a literal over 10,000 characters holding \u
+// escapes in a locale that is not UTF-8. Other characters stay as they are
+// (the code reaches R as UTF-8).
+func RString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// rResult is the JSON an R helper replied with: IRkernel sends it as a
+// JSON string.
+func rResult(raw json.RawMessage) (json.RawMessage, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		if json.Valid(raw) {
+			return raw, nil
+		}
+		return nil, fmt.Errorf("bad reply from the R kernel: %v", err)
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("bad reply from the R kernel: not JSON: %.200q", s)
+	}
+	var failed struct {
+		Error *string `json:"km_error"`
+	}
+	if json.Unmarshal([]byte(s), &failed) == nil && failed.Error != nil {
+		return nil, &PyError{EName: "Error", EValue: *failed.Error}
+	}
+	return json.RawMessage(s), nil
+}
