@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
 // R run silently in an R (IRkernel) session's kernel by get_value and
@@ -91,4 +93,35 @@ func rResult(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, &PyError{EName: "Error", EValue: *failed.Error}
 	}
 	return json.RawMessage(s), nil
+}
+
+//go:embed r/session_status.R
+var rStatusSrc string
+
+// StatusProbeCode is session_status's probe for a kernel of language
+// lang, "" for a language that has none.
+func StatusProbeCode(lang string) string {
+	switch {
+	case lang == "" || lang == "python":
+		return StatusProbe
+	case strings.EqualFold(lang, "R"):
+		return rCall(rPrelude+rStatusSrc, []byte(`{}`))
+	}
+	return ""
+}
+
+// StatusProbeReply is the JSON the probe of StatusProbeCode answered with
+// in res: the line the Python probe prints, the reply of the R one.
+func StatusProbeReply(lang string, res *kernel.ExecuteResult) []byte {
+	if !strings.EqualFold(lang, "R") {
+		return []byte(StreamText(res, "stdout"))
+	}
+	for _, o := range res.Outputs {
+		if raw, ok := o.Data[ResultMIME]; ok {
+			if v, err := rResult(raw); err == nil {
+				return v
+			}
+		}
+	}
+	return nil
 }

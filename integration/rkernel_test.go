@@ -118,3 +118,35 @@ big <- seq_len(300000)`)
 		t.Errorf("describe_data on R: %s", text(res))
 	}
 }
+
+// session_status on an R session answers from R's own probe: the R
+// program, working directory, memory and packages, silently.
+func TestRKernelSessionStatus(t *testing.T) {
+	requireIRkernel(t)
+	s := startServer(t, "--kernel", "ir")
+	s.mustRun("r", "x <- 1")
+	res := s.call("session_status", map[string]any{"session_id": "r"})
+	if res.IsError {
+		t.Fatalf("session_status: %s", text(res))
+	}
+	st := structured[struct {
+		Interpreter string            `json:"interpreter"`
+		Cwd         string            `json:"cwd"`
+		Packages    map[string]string `json:"packages"`
+	}](t, res)
+	if !strings.HasSuffix(st.Interpreter, "/R") || st.Cwd == "" || st.Packages["jsonlite"] == "" || st.Packages["IRkernel"] == "" {
+		t.Errorf("session_status on R: %+v\n%s", st, text(res))
+	}
+	for _, want := range []string{"Language: R ", "Working directory: ", "Memory (RSS): ", "Packages: IRdisplay "} {
+		if !strings.Contains(text(res), want) {
+			t.Errorf("session_status text lacks %q:\n%s", want, text(res))
+		}
+	}
+	if strings.Contains(text(res), "probe") {
+		t.Errorf("session_status on R: %s", text(res))
+	}
+	if _, out := s.run("r", `cat(ls(), sep = ",")`); out.ExecutionCount != 2 || out.Stdout != "x" {
+		t.Errorf("after the probe: cell %d, ls() = %q; want cell 2 and x alone", out.ExecutionCount, out.Stdout)
+	}
+}
+

@@ -481,10 +481,12 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 		note = "No kernel runs in this session yet; the next run_code starts one."
 	case info.State != "idle":
 		note = "The kernel is " + info.State + "; details that need the kernel are left out."
+	case engine.StatusProbeCode(info.Language) == "":
+		note = "The status probe is for Python and R kernels only: the interpreter, working directory, memory and packages of this " + info.Language + " kernel are left out."
 	default:
 		// The probe runs silently and leaves no names behind.
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := k.Execute(pctx, engine.StatusProbe, kernel.ExecuteOptions{Silent: true})
+		res, err := k.Execute(pctx, engine.StatusProbeCode(info.Language), kernel.ExecuteOptions{Silent: true})
 		cancel()
 		var st struct {
 			Executable string            `json:"executable"`
@@ -493,7 +495,7 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 			RSS        int64             `json:"rss"`
 			Packages   map[string]string `json:"packages"`
 		}
-		if err == nil && json.Unmarshal([]byte(engine.StreamText(res, "stdout")), &st) == nil {
+		if err == nil && json.Unmarshal(engine.StatusProbeReply(info.Language, res), &st) == nil {
 			info.Interpreter, info.Version, info.Cwd, info.MemoryRSS, info.Packages = st.Executable, st.Version, st.Cwd, st.RSS, st.Packages
 		} else {
 			note = "The kernel did not answer the status probe; details that need the kernel are left out."
