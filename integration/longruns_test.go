@@ -491,3 +491,24 @@ func TestQueryAfterWaitingSharesMaxWait(t *testing.T) {
 		t.Fatalf("namespace after the stopped query: %+v", out)
 	}
 }
+
+// An elicitation accepted without the answer field gives the code
+// nothing: the run goes on waiting for input, and the result says how to
+// answer it with send_input.
+func TestInputElicitationWithoutAnswer(t *testing.T) {
+	t.Parallel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept"}, nil // no content: the SDKs check the schema only of content that is there
+		},
+	})
+	s := startServerWith(t, client)
+	res, out := s.run("in", "name = input('Name? ')\nprint('hi', repr(name))")
+	if out.Status != "input_requested" || !strings.Contains(text(res), "came without an answer") || !strings.Contains(text(res), `send_input {"session_id": "in", "run_id": "r1"`) || strings.Contains(out.Stdout, "hi") {
+		t.Fatalf("an elicitation answer without answer: %+v\n%s", out, text(res))
+	}
+	res = s.call("send_input", map[string]any{"session_id": "in", "run_id": "r1", "text": "Ada"})
+	if out := structured[runOutput](t, res); out.Status != "ok" || out.Stdout != "hi 'Ada'\n" {
+		t.Fatalf("send_input after the empty answer: %+v\n%s", out, text(res))
+	}
+}

@@ -26,11 +26,15 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	handoff func(v engine.RunView, output string) Out) (*mcp.CallToolResult, Out, error) {
 	if req.Params.RequestState != "" {
 		s.releaseTicket(ss.ID(), req.Params.Meta)
-		r, err := s.resume(req)
+		r, note, err := s.resume(req)
 		if err != nil {
 			return errResult[Out]("%v", err)
 		}
-		return attend(s, ctx, req, r, s.cfg.MaxWait, nil, handoff)
+		res, out, err := attend(s, ctx, req, r, s.cfg.MaxWait, nil, handoff)
+		if note != "" && res != nil {
+			res = withLead(res, note)
+		}
+		return res, out, err
 	}
 	r, err := s.eng.StartRun(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta), req.Params.Name, func(ctx context.Context, r *engine.Run) (any, error) {
 		res, out, err := fn(ctx, r)
@@ -79,7 +83,9 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 		// The SDK carries an input request to a client of an older protocol
 		// version itself, but once per call: a second question in the same
 		// call is handed off instead.
-		if in := r.PendingQuestion(); in != nil && canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req)) {
+		// A question whose answer just came without its answer field is
+		// handed off, not asked again: send_input answers it.
+		if in := r.PendingQuestion(); in != nil && canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req)) && !answerMissing(req, in.Seq) {
 			return inputRequest(r, in), zero, nil
 		}
 	}
@@ -187,28 +193,45 @@ func inputRequest(r *engine.Run, in *engine.Question) *mcp.CallToolResult {
 
 func inputRequestID(seq int) string { return fmt.Sprintf("input-%d", seq) }
 
+// answerMissing reports whether req carries an accepted answer to question
+// seq without its answer field.
+func answerMissing(req *mcp.CallToolRequest, seq int) bool {
+	resp, ok := req.Params.InputResponses[inputRequestID(seq)].(*mcp.ElicitResult)
+	if !ok || resp.Action != "accept" {
+		return false
+	}
+	_, ok = resp.Content["answer"].(string)
+	return !ok
+}
+
 // resume finds the run a retried call (multi round-trip) waits on and gives
 // its question the user's answer. The request state is only a pointer: a
-// forged one can do no more than send_input could.
-func (s *Server) resume(req *mcp.CallToolRequest) (*engine.Run, error) {
+// forged one can do no more than send_input could. An accepted answer
+// without its answer field (the SDKs check content against the schema only
+// when there is content) is no answer: the question stays open, and note
+// says so.
+func (s *Server) resume(req *mcp.CallToolRequest) (r *engine.Run, note string, err error) {
 	var sid, rid string
 	var seq int
 	if n, err := fmt.Sscanf(req.Params.RequestState, "%s %s %d", &sid, &rid, &seq); n != 3 || err != nil {
-		return nil, fmt.Errorf("unknown request state %q", req.Params.RequestState)
+		return nil, "", fmt.Errorf("unknown request state %q", req.Params.RequestState)
 	}
 	ss, err := s.eng.Lookup(sid)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	r, err := ss.FindRun(rid)
+	r, err = ss.FindRun(rid)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if resp, ok := req.Params.InputResponses[inputRequestID(seq)].(*mcp.ElicitResult); ok {
 		var ans engine.Reply
 		switch resp.Action {
 		case "accept":
-			ans.Text, _ = resp.Content["answer"].(string)
+			if answerMissing(req, seq) {
+				return r, fmt.Sprintf("The answer to the question of run %s came without an answer field, so the code was given nothing and still waits.", r.ID()), nil
+			}
+			ans.Text = resp.Content["answer"].(string)
 		case "decline":
 			ans.Err = engine.ErrInputDeclined
 		default:
@@ -216,7 +239,7 @@ func (s *Server) resume(req *mcp.CallToolRequest) (*engine.Run, error) {
 		}
 		r.Answer(seq, ans) // a question answered meanwhile keeps its answer
 	}
-	return r, nil
+	return r, "", nil
 }
 
 // releaseTicket gives back the ordering ticket of a call that joins no
@@ -311,9 +334,11 @@ func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitR
 	var r *engine.Run
 	if req.Params.RequestState != "" {
 		var err error
-		if r, err = s.resume(req); err != nil {
+		var missing string
+		if r, missing, err = s.resume(req); err != nil {
 			return errResult[any]("%v", err)
 		}
+		note = strings.TrimSpace(missing + " " + note)
 	} else {
 		ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 		if err != nil {
@@ -355,11 +380,11 @@ func (s *Server) awaitRun(ctx context.Context, req *mcp.CallToolRequest, r *engi
 func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in SendInputInput) (*mcp.CallToolResult, any, error) {
 	if req.Params.RequestState != "" {
 		// A retry with the answer to a question asked while this call waited.
-		r, err := s.resume(req)
+		r, note, err := s.resume(req)
 		if err != nil {
 			return errResult[any]("%v", err)
 		}
-		return s.awaitRun(ctx, req, r, s.cfg.MaxWait, "")
+		return s.awaitRun(ctx, req, r, s.cfg.MaxWait, note)
 	}
 	wait := s.cfg.MaxWait
 	if in.Wait != nil {
