@@ -40,6 +40,7 @@ func (r *Run) onInput(ctx context.Context, ir kernel.InputRequest) (string, erro
 	r.signal()
 	r.ss.eng.events.Publish(Event{Kind: InputRequested, Session: r.ss.id, Run: r.id, Prompt: ir.Prompt, Password: ir.Password})
 	r.mu.Unlock()
+	r.ss.signalAsked()
 	defer func() {
 		r.mu.Lock()
 		if r.input == in {

@@ -512,3 +512,79 @@ func TestInputElicitationWithoutAnswer(t *testing.T) {
 		t.Fatalf("send_input after the empty answer: %+v\n%s", out, text(res))
 	}
 }
+
+// A call queued behind a run that waits for input returns at once, naming
+// the question and how to answer it, whether the run asked before the call
+// came or while it waited; nothing waits out --max-wait (300 s here, more
+// than the client's own 120 s for a call).
+func TestQueuedBehindInput(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--max-wait", "300")
+	r1 := structured[runState](t, s.call("run_code", map[string]any{"session_id": "qi", "code": "a = input('Name? ')\nprint('hi', a)", "background": true}))
+	s.waitRunUntil("qi", r1.RunID, "input request", func(p runState) bool { return p.Status == "input_requested" })
+	question := `run r1 called input() with the prompt "Name? "`
+	answer := `send_input {"session_id": "qi", "run_id": "r1", "text": "..."}, or stop the run with interrupt_session`
+	for _, args := range []map[string]any{
+		{"expression": "1 + 1"},
+		{"tool": "list_variables"},
+	} {
+		tool := "get_value"
+		if t, ok := args["tool"]; ok {
+			tool = t.(string)
+			delete(args, "tool")
+		}
+		args["session_id"] = "qi"
+		res := s.call(tool, args)
+		if !res.IsError || !strings.Contains(text(res), question) || !strings.Contains(text(res), answer) || !strings.Contains(text(res), "nothing was done") {
+			t.Errorf("%s behind a run waiting for input: %s", tool, text(res))
+		}
+	}
+	res, _ := s.run("qi", "'second'")
+	r2 := structured[runState](t, res)
+	if r2.Status != "queued" || !strings.Contains(text(res), "It cannot start yet") || !strings.Contains(text(res), question) || !strings.Contains(text(res), answer) {
+		t.Errorf("run_code behind a run waiting for input: %+v\n%s", r2, text(res))
+	}
+	if res := s.call("wait_run", map[string]any{"session_id": "qi", "run_id": r2.RunID}); !strings.Contains(text(res), question) {
+		t.Errorf("wait_run of the queued run: %s", text(res))
+	}
+	s.call("send_input", map[string]any{"session_id": "qi", "run_id": r1.RunID, "text": "Ada"})
+	var texts []string
+	if _, fin := s.waitRunDone("qi", r2.RunID, &texts); fin.Result != "'second'" {
+		t.Errorf("the queued run after the answer: %+v", fin)
+	}
+
+	// The call is queued first; the run ahead asks while it waits.
+	gate := filepath.Join(t.TempDir(), "gate")
+	code := fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.05)\nb = input('Later? ')", gate)
+	r3 := structured[runState](t, s.call("run_code", map[string]any{"session_id": "qi", "code": code, "background": true}))
+	type called struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan called, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "qi", "code": "'third'"}})
+		done <- called{res, err}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(text(s.call("session_status", map[string]any{"session_id": "qi"})), "Runs queued: 1") {
+		if time.Now().After(deadline) {
+			t.Fatal("the second run_code never queued")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := <-done
+	if c.err != nil {
+		t.Fatalf("run_code queued before the input request: %v", c.err)
+	}
+	later := fmt.Sprintf(`run %s called input() with the prompt "Later? "`, r3.RunID)
+	if st := structured[runState](t, c.res); st.Status != "queued" || !strings.Contains(text(c.res), later) {
+		t.Errorf("run_code queued before the input request: %+v\n%s", st, text(c.res))
+	}
+	s.call("interrupt_session", map[string]any{"session_id": "qi"})
+}

@@ -149,4 +149,3 @@ func TestRKernelSessionStatus(t *testing.T) {
 		t.Errorf("after the probe: cell %d, ls() = %q; want cell 2 and x alone", out.ExecutionCount, out.Stdout)
 	}
 }
-

@@ -99,7 +99,11 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 	if req.Params.Name == "wait_run" || req.Params.Name == "send_input" {
 		label = "Output since the last call:"
 	}
-	return handoffResult(r.Session(), v, label, output, wait == 0), handoff(v, output), nil
+	blocked := ""
+	if v.Status == engine.StatusQueued {
+		blocked = r.BlockedBy()
+	}
+	return handoffResult(r.Session(), v, label, output, wait == 0, blocked), handoff(v, output), nil
 }
 
 // toolResult is what a run started by a tool keeps as its result: the
@@ -251,13 +255,17 @@ func (s *Server) releaseTicket(session string, meta mcp.Meta) {
 }
 
 // handoffResult is the text of a call that returns before its run ends.
-// background is set for a call that did not wait.
-func handoffResult(ss *engine.Session, v engine.RunView, label, output string, background bool) *mcp.CallToolResult {
+// background is set for a call that did not wait; blocked says which
+// question holds up a queued run (Run.BlockedBy).
+func handoffResult(ss *engine.Session, v engine.RunView, label, output string, background bool, blocked string) *mcp.CallToolResult {
 	ref := fmt.Sprintf(`{"session_id": %q, "run_id": %q}`, ss.ID(), v.RunID)
 	var b strings.Builder
 	switch v.Status {
 	case engine.StatusQueued:
 		fmt.Fprintf(&b, "Run %s is queued in session %q behind earlier calls; it starts when they end. Call wait_run %s for its output and result.", v.RunID, ss.ID(), ref)
+		if blocked != "" {
+			b.WriteString(" " + blocked)
+		}
 	case engine.StatusInputRequested:
 		what := "input()"
 		if v.Password {
