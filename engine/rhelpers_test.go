@@ -137,6 +137,9 @@ d <- as.Date("2024-03-01")
 		{"big", []any{"max_cells", 5000, "limit", 100}, map[string]any{"raised": "the value is 3943 bytes as JSON, more than the 100 get_value returns; select a part of it (head(df, 100), x[1:100])"}},
 		{"mean", nil, map[string]any{"raised": "a value of class function cannot be converted to JSON (get_value handles vectors, factors, dates, lists, matrices and data frames)"}},
 		{"list(a = 1, a = 2)", nil, map[string]any{"raised": `the list has two elements that are both named "a"; rename one`}},
+		{"data.frame(x = 1, x = 2, check.names = FALSE)", []any{"orient", "records"}, map[string]any{"raised": `the data.frame's column names repeat: "x"; rename them, or use orient split`}},
+		{"data.frame(x = 1, x = 2, check.names = FALSE)", nil, map[string]any{"type": "data.frame", "shape": "1 rows x 2 columns", "value": map[string]any{"columns": []any{"x", "x"}, "index": []any{1.0}, "data": []any{[]any{1.0, 2.0}}}}},
+		{`data.frame(v = 1:2, row.names = c("a", "b"))`, nil, map[string]any{"type": "data.frame", "shape": "2 rows x 1 columns", "value": map[string]any{"columns": []any{"v"}, "index": []any{"a", "b"}, "data": []any{[]any{1.0}, []any{2.0}}}}},
 	}
 	for _, c := range cases {
 		got := get(c.expr, c.extra...)

@@ -41,7 +41,10 @@ conv <- function(x, depth = 0) {
     if (orient == "split") {
       return(list(columns = I(cols), index = row_index(x), data = to_json(unname(x), dataframe = "values")))
     }
-    unique_names(cols, "data.frame")
+    dup <- unique(cols[duplicated(cols)])
+    if (length(dup) > 0) {
+      stop(sprintf("the data.frame's column names repeat: %s; rename them, or use orient split", paste(encodeString(dup, quote = "\""), collapse = ", ")), call. = FALSE)
+    }
     return(list(columns = I(cols), index = row_index(x), records = to_json(x, dataframe = "rows")))
   }
   if (is.factor(x)) {
