@@ -124,6 +124,8 @@ d <- as.Date("2024-03-01")
 		{"f", nil, map[string]any{"type": "factor", "shape": "4 values", "value": []any{"lo", "hi", nil, "lo"}}},
 		{"l", nil, map[string]any{"type": "list", "shape": "4 items", "value": map[string]any{"a": 1.0, "b": nil, "c": []any{"u", nil}, "d": []any{1.0, nil}}}},
 		{"n", nil, map[string]any{"type": "integer", "shape": "", "value": 42.0}},
+		{"n < 100 && n > 1", nil, map[string]any{"type": "logical", "shape": "", "value": true}},
+		{`paste0("h\u00e9", "llo\t\"")`, nil, map[string]any{"type": "character", "shape": "", "value": "h\u00e9llo\t\""}},
 		{"n + 0.5", nil, map[string]any{"type": "numeric", "shape": "", "value": 42.5}},
 		{"c(1, NaN, Inf)", nil, map[string]any{"type": "numeric", "shape": "3 values", "value": []any{1.0, nil, nil}}},
 		{"m", nil, map[string]any{"type": "matrix", "shape": "shape 2x3", "value": []any{[]any{1.0, 3.0, 5.0}, []any{2.0, 4.0, 6.0}}}},

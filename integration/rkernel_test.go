@@ -65,6 +65,7 @@ big <- seq_len(300000)`)
 		{map[string]any{"expression": "f"}, "factor", `["lo", "hi", null]`},
 		{map[string]any{"expression": "l"}, "list", `{"a": 1, "b": null, "c": ["u", null]}`},
 		{map[string]any{"expression": "n"}, "integer", `7`},
+		{map[string]any{"expression": `paste0("hé", "llo <&>")`}, "character", `"héllo <&>"`},
 		{map[string]any{"expression": "big", "head": 3}, "integer", `[1, 2, 3]`},
 	} {
 		typ, got := value(tc.args)
