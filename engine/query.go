@@ -55,7 +55,9 @@ func (e *PyError) Error() string { return e.EName + ": " + e.EValue }
 // holds the session's execution right, and returns the JSON it replied
 // with: one display_data of ResultMIME. src finds args as _km_args (JSON)
 // and the user's namespace as _km_ns. The code runs silently: no execution count, no IPython history, nothing
-// defined in the user's namespace.
+// defined in the user's namespace. On an R kernel the helper's R version
+// runs instead (rhelpers.go); a helper without one, or a kernel of another
+// language, is refused.
 func (ss *Session) Query(ctx context.Context, src string, args map[string]any, limit time.Duration) (json.RawMessage, error) {
 	if err := ss.Gone(); err != nil {
 		return nil, err

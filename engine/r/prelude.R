@@ -1,5 +1,5 @@
 # The start of every helper that kernel-mcp runs silently in an R (IRkernel) kernel
-# (get_value, list_variables; see engine/pyhelpers.go). The server runs
+# (get_value, list_variables, session_status's probe; see engine/rhelpers.go). The server runs
 #   local({ .km_args <- "<JSON>"; <prelude.R> <helper.R> })
 # as a silent execute: the helper's names live in the local environment, so nothing is
 # defined in the user's global environment, and the execution count does not move.
