@@ -1,8 +1,10 @@
 # The start of every helper that kernel-mcp runs silently in an R (IRkernel) kernel
 # (get_value, list_variables, session_status's probe; see engine/rhelpers.go). The server runs
-#   local({ .km_args <- "<JSON>"; <prelude.R> <helper.R> })
+#   local({ .km_args <- "<JSON>"; tryCatch({ <prelude.R> <helper.R> }, error = ...) })
 # as a silent execute: the helper's names live in the local environment, so nothing is
-# defined in the user's global environment, and the execution count does not move.
+# defined in the user's global environment, and the execution count does not move. An
+# error it stops with is replied as {"km_error": message} (IRkernel reports no error of
+# a silent execute).
 # It defines:
 #   args         the tool's arguments, decoded from .km_args
 #   ns           the user's environment (the global one)
