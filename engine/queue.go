@@ -128,7 +128,7 @@ func (s *Engine) waitTurnAs(ctx context.Context, ss *Session, place Place, j *jo
 		// A run ahead that waits for input holds the turn until someone
 		// answers: the call says so at once instead of waiting it out.
 		asked := ss.askedSignal()
-		if r, q := ss.AskingAhead(j); r != nil {
+		if r, q := ss.askingAhead(j); r != nil {
 			ss.leave(j)
 			return nil, fmt.Errorf("session %q %s; nothing was done. %s, then try again", ss.id, WaitsForInput(r, q), HowToAnswer(ss.id, r.id))
 		}
@@ -171,9 +171,11 @@ func (ss *Session) signalAsked() {
 	}
 }
 
-// AskingAhead is the run holding the turn ahead of job j that waits for
-// input, and its question; nil when j has its turn or nothing ahead asks.
-func (ss *Session) AskingAhead(j *job) (*Run, *Question) {
+// askingAhead is the run holding the turn ahead of job j that waits for
+// input the assistant must give (send_input), and its question; nil when j
+// has its turn, nothing ahead asks, or the user or the person answers it
+// (then j waits as behind any run, woken by the answer).
+func (ss *Session) askingAhead(j *job) (*Run, *Question) {
 	if isClosed(j.turn) {
 		return nil, nil
 	}
@@ -181,7 +183,7 @@ func (ss *Session) AskingAhead(j *job) (*Run, *Question) {
 	if r == nil || r.job == j {
 		return nil, nil
 	}
-	q := r.PendingQuestion()
+	q := r.questionForAssistant()
 	if q == nil {
 		return nil, nil
 	}
@@ -218,7 +220,7 @@ func (ss *Session) busyError(waited time.Duration) error {
 // BlockedBy says, for a run queued behind one that waits for input, which
 // question holds it up and how to answer it; "" for any other run.
 func (r *Run) BlockedBy() string {
-	a, q := r.ss.AskingAhead(r.job)
+	a, q := r.ss.askingAhead(r.job)
 	if a == nil {
 		return ""
 	}

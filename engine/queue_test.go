@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 )
 
@@ -81,5 +82,88 @@ func TestWaitTurnBehindInput(t *testing.T) {
 	}
 	if got := r2.Await(ctx, time.Minute); got != AwaitDone {
 		t.Errorf("the queued run after the answer: await %v", got)
+	}
+}
+
+// A question out to the user (an elicitation) or a person's run's question
+// (the web view answers it) is not the assistant's to answer: calls queued
+// behind it wait as behind any run, woken by the answer, and are never told
+// to answer it with send_input.
+func TestWaitTurnBehindUserQuestion(t *testing.T) {
+	ipytest.Require(t)
+	e := newTestEngine(t, Config{MaxWait: time.Hour})
+	for _, who := range []string{"elicited", "person"} {
+		t.Run(who, func(t *testing.T) {
+			ss, err := e.LookupOrCreate(who)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var opts []RunOption
+			if who == "person" {
+				opts = append(opts, WrittenBy(history.ByPerson))
+			}
+			r, err := e.StartRun(ctx, ss, nil, "run_code", func(ctx context.Context, r *Run) (any, error) {
+				return r.RunBlock(ctx, "name = input('Name? ')", "", 0)
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if who == "elicited" {
+				defer r.Eliciting()() // a caller that elicits waits on the run as it asks
+			}
+			for r.PendingQuestion() == nil {
+				if ctx.Err() != nil {
+					t.Fatal("the run never asked")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// Cut short by the test's own deadline, the call says it was
+			// cancelled while waiting: it waited, and named no send_input.
+			short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+			_, err = e.WaitTurn(short, ss, nil)
+			stop()
+			if err == nil || strings.Contains(err.Error(), "send_input") || !strings.Contains(err.Error(), "cancelled while waiting") {
+				t.Errorf("a call behind the user's question: %v", err)
+			}
+			r2, err := e.StartRun(ctx, ss, nil, "run_code", func(ctx context.Context, r *Run) (any, error) {
+				return r.RunBlock(ctx, "1", "", 0)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r2.Await(ctx, 300*time.Millisecond); got != AwaitTimeout || r2.BlockedBy() != "" {
+				t.Errorf("a run queued behind the user's question: await %v, %q", got, r2.BlockedBy())
+			}
+			queued := make(chan error, 1)
+			go func() {
+				release, err := e.WaitTurn(ctx, ss, nil)
+				if err == nil {
+					release()
+				}
+				queued <- err
+			}()
+			for ss.queueLen() < 3 {
+				select {
+				case err := <-queued:
+					t.Fatalf("the call returned before the answer: %v", err)
+				default:
+				}
+				if ctx.Err() != nil {
+					t.Fatal("the call never queued")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if _, ok := r.Answer(0, Reply{Text: "Ada"}); !ok {
+				t.Fatal("the question could not be answered")
+			}
+			if err := <-queued; err != nil {
+				t.Errorf("the call after the answer: %v", err)
+			}
+			if got := r2.Await(ctx, time.Minute); got != AwaitDone {
+				t.Errorf("the queued run after the answer: await %v", got)
+			}
+		})
 	}
 }

@@ -72,6 +72,7 @@ type Run struct {
 	inBlock   bool // a block began and is not recorded yet (runview.go)
 	input     *Question
 	inputSeq  int
+	eliciting int // callers waiting on the run that elicit its questions (Eliciting)
 	result    any
 	err       error
 	// What a viewer follows (runview.go): the outputs as they arrived, the
@@ -349,7 +350,7 @@ func (r *Run) Await(ctx context.Context, d time.Duration) AwaitResult {
 		}
 		if !queued {
 			asked = nil
-		} else if a, _ := r.ss.AskingAhead(r.job); a != nil {
+		} else if a, _ := r.ss.askingAhead(r.job); a != nil {
 			return AwaitBlocked
 		}
 		select {

@@ -68,7 +68,13 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r *engine.Run, wait time.Duration, cancelled func(), handoff func(v engine.RunView, output string) Out) (*mcp.CallToolResult, Out, error) {
 	var zero Out
 	detach := s.attach(r, attachmentOf(req))
+	elicits := canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req))
+	stopEliciting := func() {}
+	if elicits {
+		stopEliciting = r.Eliciting()
+	}
 	awaited := r.Await(ctx, wait)
+	stopEliciting()
 	detach()
 	switch awaited {
 	case engine.AwaitDone:
@@ -78,6 +84,7 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 			cancelled()
 			return errResult[Out]("cancelled: run %s in session %q was stopped (interrupted if it had started)", r.ID(), r.Session().ID())
 		}
+		r.HandOff() // nobody elicits its question any more
 		return errResult[Out]("cancelled; run %s in session %q goes on", r.ID(), r.Session().ID())
 	case engine.AwaitInput:
 		// The SDK carries an input request to a client of an older protocol
@@ -85,7 +92,8 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 		// call is handed off instead.
 		// A question whose answer just came without its answer field is
 		// handed off, not asked again: send_input answers it.
-		if in := r.PendingQuestion(); in != nil && canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req)) && !answerMissing(req, in.Seq) {
+		if in := r.PendingQuestion(); in != nil && elicits && !answerMissing(req, in.Seq) {
+			r.Elicit(in.Seq)
 			return inputRequest(r, in), zero, nil
 		}
 	}
@@ -386,8 +394,13 @@ func (s *Server) awaitRun(ctx context.Context, req *mcp.CallToolRequest, r *engi
 // does: a run that ends soon after the answer returns its result in this
 // call, one that asks again returns the new prompt.
 func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in SendInputInput) (*mcp.CallToolResult, any, error) {
+	// send_input holds its ordering ticket until the answer is given, so
+	// that a call sent after it (get_value, run_code) finds the question
+	// answered, not open.
+	defer s.releaseTicket(sessionOr(in.SessionID), req.Params.Meta)
 	if req.Params.RequestState != "" {
 		// A retry with the answer to a question asked while this call waited.
+		s.releaseTicket(sessionOr(in.SessionID), req.Params.Meta)
 		r, note, err := s.resume(req)
 		if err != nil {
 			return errResult[any]("%v", err)
@@ -418,6 +431,7 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 		}
 	}
 	ir, ok := r.Answer(0, engine.Reply{Text: in.Text})
+	s.releaseTicket(ss.ID(), req.Params.Meta) // answered or not: later calls may join
 	if !ok {
 		v := r.View()
 		return errResult[any]("run %s in session %q is not waiting for input (it is %s); nothing was sent", r.ID(), ss.ID(), v.Status)
