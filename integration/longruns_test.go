@@ -588,3 +588,36 @@ func TestQueuedBehindInput(t *testing.T) {
 	}
 	s.call("interrupt_session", map[string]any{"session_id": "qi"})
 }
+
+// A get_value sent right after send_input, in one batch, finds the
+// question answered: send_input keeps its place in line until it has
+// answered, so the get_value waits its turn and reads the answer.
+func TestSendInputThenGetValue(t *testing.T) {
+	t.Parallel()
+	c := startRaw(t, "--state-dir", "none")
+	for i := range 5 {
+		id := 10 * (i + 1)
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"sg","code":"name = input('Name? ')"}}}`, id))
+		if b, _ := json.Marshal(c.wait(fmt.Sprint(id))); !strings.Contains(string(b), "input_requested") {
+			t.Fatalf("run_code did not hand off its question: %s", b)
+		}
+		want := fmt.Sprintf("Ada %d", i)
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_input","arguments":{"session_id":"sg","text":%q}}}`+"\n"+
+			`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_value","arguments":{"session_id":"sg","expression":"name"}}}`, id+1, want, id+2))
+		var resp struct {
+			Result struct {
+				IsError           bool `json:"isError"`
+				StructuredContent struct {
+					Value any `json:"value"`
+				} `json:"structuredContent"`
+			} `json:"result"`
+		}
+		b, _ := json.Marshal(c.wait(fmt.Sprint(id + 2)))
+		if err := json.Unmarshal(b, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.Result.IsError || resp.Result.StructuredContent.Value != want {
+			t.Fatalf("get_value sent after send_input: %s", b)
+		}
+	}
+}
