@@ -14,8 +14,10 @@ import (
 // versions. The source lives in r/*.R, real R files that are unit-tested
 // on their own (TestRHelpers), and is embedded here as it is.
 //
-// A helper runs as local({...}), so its names live in an environment of
-// its own and nothing is defined in the user's global environment; the
+// A helper runs as local({...}) in an environment whose parent is base R's,
+// so its names live there, nothing is defined in the user's global
+// environment, and a user's function masking a base one (length, format)
+// is not the one the helper calls; the
 // execute is silent, so IRkernel neither counts it nor sends what it
 // prints. It answers with one display_data of ResultMIME, whose value
 // IRkernel sends as a JSON string.
@@ -44,7 +46,7 @@ func rCall(src string, args []byte) string {
 		"  bundle <- list()\n" +
 		"  bundle[[" + RString(ResultMIME) + "]] <- as.character(jsonlite::toJSON(list(km_error = conditionMessage(e)), auto_unbox = TRUE))\n" +
 		"  IRdisplay::publish_mimebundle(bundle)\n" +
-		"})\n})\n"
+		"})\n}, envir = new.env(parent = baseenv()))\n"
 }
 
 // RString quotes s as an R string literal. Control characters are written
@@ -74,25 +76,28 @@ func RString(s string) string {
 }
 
 // rResult is the JSON an R helper replied with: IRkernel sends it as a
-// JSON string.
+// JSON string; a JSON object (as the protocol has it) is taken as well, and
+// either is checked for the helper's error reply.
 func rResult(raw json.RawMessage) (json.RawMessage, error) {
+	var body []byte
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		if json.Valid(raw) {
-			return raw, nil
-		}
+	if err := json.Unmarshal(raw, &s); err == nil {
+		body = []byte(s)
+	} else if json.Valid(raw) {
+		body = raw
+	} else {
 		return nil, fmt.Errorf("bad reply from the R kernel: %v", err)
 	}
-	if !json.Valid([]byte(s)) {
-		return nil, fmt.Errorf("bad reply from the R kernel: not JSON: %.200q", s)
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("bad reply from the R kernel: not JSON: %.200q", body)
 	}
 	var failed struct {
 		Error *string `json:"km_error"`
 	}
-	if json.Unmarshal([]byte(s), &failed) == nil && failed.Error != nil {
+	if json.Unmarshal(body, &failed) == nil && failed.Error != nil {
 		return nil, &PyError{EName: "Error", EValue: *failed.Error}
 	}
-	return json.RawMessage(s), nil
+	return json.RawMessage(body), nil
 }
 
 //go:embed r/session_status.R

@@ -142,6 +142,25 @@ d <- as.Date("2024-03-01")
 		{"data.frame(x = 1, x = 2, check.names = FALSE)", []any{"orient", "records"}, map[string]any{"raised": `the data.frame's column names repeat: "x"; rename them, or use orient split`}},
 		{"data.frame(x = 1, x = 2, check.names = FALSE)", nil, map[string]any{"type": "data.frame", "shape": "1 rows x 2 columns", "value": map[string]any{"columns": []any{"x", "x"}, "index": []any{1.0}, "data": []any{[]any{1.0, 2.0}}}}},
 		{`data.frame(v = 1:2, row.names = c("a", "b"))`, nil, map[string]any{"type": "data.frame", "shape": "2 rows x 1 columns", "value": map[string]any{"columns": []any{"v"}, "index": []any{"a", "b"}, "data": []any{[]any{1.0}, []any{2.0}}}}},
+		// One expression, not an assignment: nothing is defined or removed
+		// (get checks the global environment).
+		{"y <- 5", nil, map[string]any{"eval_error": map[string]any{"ename": "Error", "evalue": "get_value takes one expression, not an assignment; assign with run_code"}}},
+		{"n; rm(n)", nil, map[string]any{"eval_error": map[string]any{"ename": "Error", "evalue": "get_value takes one expression, and this has 2; run statements with run_code"}}},
+		{"# a comment", nil, map[string]any{"eval_error": map[string]any{"ename": "Error", "evalue": "get_value takes one expression, and this has 0; run statements with run_code"}}},
+		// A 1-D array (table(x)) is a named vector; a matrix keeps its dimnames.
+		{`table(c("a", "b", "a"))`, nil, map[string]any{"type": "table", "shape": "shape 2", "value": map[string]any{"a": 2.0, "b": 1.0}}},
+		{`matrix(1:4, 2, dimnames = list(c("r1", "r2"), c("a", "b")))`, nil, map[string]any{"type": "matrix", "shape": "shape 2x2", "value": map[string]any{
+			"columns": []any{"a", "b"}, "index": []any{"r1", "r2"}, "data": []any{[]any{1.0, 3.0}, []any{2.0, 4.0}}}}},
+		{`table(c("x", "y"), c("u", "u"))`, nil, map[string]any{"type": "table", "shape": "shape 2x1", "value": map[string]any{
+			"columns": []any{"u"}, "index": []any{"x", "y"}, "data": []any{[]any{1.0}, []any{1.0}}}}},
+		// A list-column's cells count against max_cells.
+		{"data.frame(id = 1:2, v = I(list(1:100, 1:100)))", nil, map[string]any{"raised": "the value has more than 100 elements in all (at a data.frame), more than get_value converts; select a part of it (head(df, 100), x[1:100])"}},
+		// Times: POSIXct in UTC, with the fraction when there is one; difftime in seconds.
+		{`as.POSIXct("2024-03-01 12:34:56", tz = "America/New_York")`, nil, map[string]any{"type": "POSIXct", "shape": "", "value": "2024-03-01T17:34:56Z"}},
+		{`as.POSIXct("2024-03-01 12:34:56.25", tz = "UTC")`, nil, map[string]any{"type": "POSIXct", "shape": "", "value": "2024-03-01T12:34:56.250000Z"}},
+		{`data.frame(t = as.POSIXct("2024-03-01 12:00", tz = "UTC"))`, nil, map[string]any{"type": "data.frame", "shape": "1 rows x 1 columns", "value": map[string]any{
+			"columns": []any{"t"}, "index": []any{1.0}, "data": []any{[]any{"2024-03-01T12:00:00Z"}}}}},
+		{`as.difftime(90, units = "mins")`, nil, map[string]any{"type": "difftime", "shape": "", "value": 5400.0}},
 	}
 	for _, c := range cases {
 		got := get(c.expr, c.extra...)
@@ -151,6 +170,23 @@ d <- as.Date("2024-03-01")
 	}
 	if got := get("1 +"); got["eval_error"] == nil {
 		t.Errorf("get_value of a syntax error: %v, want an eval_error", got)
+	}
+
+	// The helpers use base R's functions, not the user's masks of them.
+	masks := "length <- function(x) stop('masked'); format <- function(...) stop('masked'); nchar <- function(...) stop('masked')\nv <- c(1, 10, 100.5)\nul <- list(1, 2)\n"
+	if reply, _, rerr := runRHelper(t, masks, PyGetValue, map[string]any{"expression": "v", "limit": 1 << 20, "max_cells": 100, "orient": "split"}); rerr != "" || !reflect.DeepEqual(reply["value"], []any{1.0, 10.0, 100.5}) {
+		t.Errorf("get_value with base functions masked: %v, %q", reply, rerr)
+	}
+	reply, _, rerr := runRHelper(t, masks, PyListVariables, map[string]any{"max": 100, "max_columns": 50})
+	if rerr != "" {
+		t.Fatalf("list_variables with base functions masked: %q", rerr)
+	}
+	for _, v := range reply["variables"].([]any) {
+		v := v.(map[string]any)
+		want := map[string]string{"v": "1.0 10.0 100.5", "ul": "list of 2", "length": "<function length>"}[v["name"].(string)]
+		if want != "" && v["repr"] != want {
+			t.Errorf("list_variables %s: repr %q, want %q", v["name"], v["repr"], want)
+		}
 	}
 
 	reply, globals, rerr := runRHelper(t, setup, PyListVariables, map[string]any{"max": 3, "max_columns": 2})
@@ -194,5 +230,22 @@ func TestRHelperCall(t *testing.T) {
 	}
 	if code, isR := helperCall("python", PyGetValue, []byte(`{}`)); code == "" || isR {
 		t.Errorf("helperCall(python): code %t, R %t", code != "", isR)
+	}
+}
+
+// An R reply that comes as a JSON object, not a string, is checked for the
+// helper's error all the same.
+func TestRResult(t *testing.T) {
+	for _, raw := range []string{`{"km_error": "boom"}`, `"{\"km_error\": \"boom\"}"`} {
+		_, err := rResult(json.RawMessage(raw))
+		if pe, ok := err.(*PyError); !ok || pe.EValue != "boom" {
+			t.Errorf("rResult(%s): %v, want the helper's error", raw, err)
+		}
+	}
+	for _, raw := range []string{`{"type": "integer", "value": 1}`, `"{\"type\": \"integer\", \"value\": 1}"`} {
+		got, err := rResult(json.RawMessage(raw))
+		if err != nil || !json.Valid(got) || !strings.Contains(string(got), `"integer"`) {
+			t.Errorf("rResult(%s): %s, %v", raw, got, err)
+		}
 	}
 }

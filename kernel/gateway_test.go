@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,10 @@ func TestGatewayBadInput(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+			if tc.spec == "nosuchspec" && !regexp.MustCompile(`it offers: (.*, )?python3(,|$)`).MatchString(err.Error()) {
+				// Every test gateway runs python3's kernelspec.
+				t.Fatalf("err = %v\nwant it to list python3 among the kernelspecs offered", err)
 			}
 			if tc.spec == "nosuchspec" {
 				specs, _, serr := tc.gw.KernelSpecs(testCtx(t, 30*time.Second))

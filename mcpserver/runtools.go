@@ -241,6 +241,9 @@ func (s *Server) resume(req *mcp.CallToolRequest) (r *engine.Run, note string, e
 		switch resp.Action {
 		case "accept":
 			if answerMissing(req, seq) {
+				if q := r.PendingQuestion(); q == nil || q.Seq != seq {
+					return r, "", nil // answered meanwhile (send_input): no note
+				}
 				return r, fmt.Sprintf("The answer to the question of run %s came without an answer field, so the code was given nothing and still waits.", r.ID()), nil
 			}
 			ans.Text = resp.Content["answer"].(string)

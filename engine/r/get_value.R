@@ -26,6 +26,25 @@ unique_names <- function(nm, what) {
   }
 }
 
+# spend_deep spends a list's elements, and theirs, stopping as soon as the budget is out.
+spend_deep <- function(v, what) {
+  spend(length(v), what)
+  if (is.list(v)) for (e in v) spend_deep(e, what)
+}
+
+# plain turns times into what JSON holds: POSIXct as ISO 8601 in UTC (with the fraction of
+# a second when there is one), difftime as seconds.
+plain <- function(x) {
+  if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
+  if (inherits(x, "POSIXct")) {
+    secs <- unclass(x)
+    fmt <- if (any(secs %% 1 != 0, na.rm = TRUE)) "%Y-%m-%dT%H:%M:%OS6Z" else "%Y-%m-%dT%H:%M:%SZ"
+    return(stats::setNames(format(x, fmt, tz = "UTC"), names(x)))
+  }
+  if (inherits(x, "difftime")) return(stats::setNames(as.numeric(x, units = "secs"), names(x)))
+  x
+}
+
 row_index <- function(x) {
   rn <- attr(x, "row.names")
   if (is.integer(rn)) I(rn) else I(as.character(rn))
@@ -34,9 +53,11 @@ row_index <- function(x) {
 conv <- function(x, depth = 0) {
   if (depth > 100) stop("the value is nested more than 100 levels deep", call. = FALSE)
   if (is.null(x)) return(NULL)
-  if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
+  x <- plain(x)
   if (is.data.frame(x)) {
-    spend(nrow(x) * ncol(x) + nrow(x), "a data.frame")
+    spend(as.numeric(nrow(x)) * ncol(x) + nrow(x), "a data.frame")
+    for (col in x) if (is.list(col)) for (e in col) spend_deep(e, "a data.frame")
+    x[] <- lapply(x, plain)
     cols <- names(x)
     if (orient == "split") {
       return(list(columns = I(cols), index = row_index(x), data = to_json(unname(x), dataframe = "values")))
@@ -50,6 +71,9 @@ conv <- function(x, depth = 0) {
   if (is.factor(x)) {
     x <- stats::setNames(as.character(x), names(x))
   }
+  if (is.atomic(x) && length(dim(x)) == 1) {
+    x <- stats::setNames(as.vector(x), names(x)) # a 1-D array, as table(x) makes: a named vector
+  }
   if (is.atomic(x)) {
     if (is.complex(x)) stop("a value of type complex cannot be converted to JSON; take Re() and Im()", call. = FALSE)
     if (is.raw(x)) stop("a raw vector cannot be converted to JSON; use rawToChar() for text", call. = FALSE)
@@ -57,7 +81,13 @@ conv <- function(x, depth = 0) {
     if (!is.null(d)) {
       if (length(d) != 2) stop(sprintf("an array of %d dimensions cannot be converted to JSON; select a matrix of it (x[, , 1])", length(d)), call. = FALSE)
       spend(length(x), "a matrix")
-      return(unname(x))
+      m <- array(as.vector(x), dim = d)
+      dn <- dimnames(x)
+      if (is.null(dn)) return(m)
+      # A matrix with dimnames (cor(df), table(a, b)) keeps them, in the data.frame shape.
+      cols <- if (is.null(dn[[2]])) seq_len(d[2]) else dn[[2]]
+      rows <- if (is.null(dn[[1]])) seq_len(d[1]) else dn[[1]]
+      return(list(columns = I(cols), index = I(rows), data = m))
     }
     spend(length(x), "a vector")
     if (!is.null(names(x))) {
@@ -108,7 +138,20 @@ near_names <- function(msg) {
   paste0("; did you mean ", paste(encodeString(pick, quote = "'"), collapse = " or "), "?")
 }
 
-value <- tryCatch(list(ok = eval(parse(text = args$expression, keep.source = FALSE), ns)),
+# One expression, not an assignment: get_value defines and removes nothing.
+one_expression <- function(text) {
+  ex <- parse(text = text, keep.source = FALSE)
+  if (length(ex) != 1) {
+    stop(sprintf("get_value takes one expression, and this has %d; run statements with run_code", length(ex)), call. = FALSE)
+  }
+  e <- ex[[1]]
+  if (is.call(e) && is.name(e[[1]]) && as.character(e[[1]]) %in% c("<-", "<<-", "=")) {
+    stop("get_value takes one expression, not an assignment; assign with run_code", call. = FALSE)
+  }
+  e
+}
+
+value <- tryCatch(list(ok = eval(one_expression(args$expression), ns)),
                   error = function(e) e)
 if (inherits(value, "error")) {
   ename <- class(value)[1]

@@ -10,7 +10,7 @@ short <- function(x) {
   s <- if (is.character(head6) || is.factor(head6)) {
     ifelse(is.na(head6), "NA", encodeString(as.character(head6), quote = "\""))
   } else {
-    format(head6, digits = 7)
+    format(head6, digits = 7, trim = TRUE)
   }
   s <- paste(s, collapse = " ")
   if (n > 6) s <- paste(s, "...")
@@ -43,7 +43,8 @@ describe <- function(name, x) {
   } else if (is.list(x) && is.null(attr(x, "class"))) {
     d$length <- length(x)
     nm <- names(x)
-    d$repr <- if (is.null(nm)) sprintf("list of %d", length(x)) else sprintf("list of %d: %s", length(x), short(nm[nzchar(nm)]))
+    nm <- nm[!is.na(nm) & nzchar(nm)]
+    d$repr <- if (length(nm) == 0) sprintf("list of %d", length(x)) else sprintf("list of %d: %s", length(x), short(nm))
   } else {
     d$repr <- sprintf("<%s object>", typename(x))
   }

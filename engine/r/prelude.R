@@ -1,6 +1,7 @@
 # The start of every helper that kernel-mcp runs silently in an R (IRkernel) kernel
 # (get_value, list_variables, session_status's probe; see engine/rhelpers.go). The server runs
-#   local({ .km_args <- "<JSON>"; tryCatch({ <prelude.R> <helper.R> }, error = ...) })
+#   local({ .km_args <- "<JSON>"; tryCatch({ <prelude.R> <helper.R> }, error = ...) },
+#         envir = new.env(parent = baseenv()))
 # as a silent execute: the helper's names live in the local environment, so nothing is
 # defined in the user's global environment, and the execution count does not move. An
 # error it stops with is replied as {"km_error": message} (IRkernel reports no error of
