@@ -621,3 +621,55 @@ func TestSendInputThenGetValue(t *testing.T) {
 		}
 	}
 }
+
+// A question out to the user as an elicitation is theirs to answer: a
+// run_code sent while the user is being asked waits for the answer, then
+// runs, and is never told to answer it with send_input.
+func TestInputElicitationQueued(t *testing.T) {
+	t.Parallel()
+	var s *server
+	second := make(chan *mcp.CallToolResult, 1)
+	var early string
+	client := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+				defer cancel()
+				res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "eq", "code": "'second'"}})
+				if err != nil {
+					res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+				}
+				second <- res
+			}()
+			// While the user is asked, the run_code waits behind the question.
+			deadline := time.Now().Add(60 * time.Second)
+			for !strings.Contains(text(s.call("session_status", map[string]any{"session_id": "eq"})), "Runs queued: 1") {
+				select {
+				case res := <-second:
+					early = text(res)
+					second <- res
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Ada"}}, nil
+				default:
+				}
+				if time.Now().After(deadline) {
+					early = "the run_code never queued"
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Ada"}}, nil
+		},
+	})
+	s = startServerWith(t, client, "--max-wait", "120")
+	res, out := s.run("eq", "name = input('Name? ')\nprint('hi', name)")
+	if out.Status != "ok" || out.Stdout != "hi Ada\n" {
+		t.Fatalf("input() through elicitation: %+v\n%s", out, text(res))
+	}
+	if early != "" {
+		t.Fatalf("run_code sent while the user was asked returned before the answer: %s", early)
+	}
+	res = <-second
+	if got := structured[runOutput](t, res); got.Status != "ok" || got.Result != "'second'" || strings.Contains(text(res), "send_input") {
+		t.Errorf("run_code sent while the user was asked: %+v\n%s", got, text(res))
+	}
+}
