@@ -15,7 +15,16 @@ import (
 func (r *Run) HandOff() (RunView, string) {
 	r.mu.Lock()
 	out := r.takeOutputLocked()
+	// A question handed off is the assistant's to answer from now on:
+	// calls queued behind it stop waiting for the user.
+	unElicited := r.input != nil && r.input.elicited
+	if unElicited {
+		r.input.elicited = false
+	}
 	r.mu.Unlock()
+	if unElicited {
+		r.ss.signalAsked()
+	}
 	return r.View(), out
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -54,7 +55,9 @@ func (e *PyError) Error() string { return e.EName + ": " + e.EValue }
 // holds the session's execution right, and returns the JSON it replied
 // with: one display_data of ResultMIME. src finds args as _km_args (JSON)
 // and the user's namespace as _km_ns. The code runs silently: no execution count, no IPython history, nothing
-// defined in the user's namespace.
+// defined in the user's namespace. On an R kernel the helper's R version
+// runs instead (rhelpers.go); a helper without one, or a kernel of another
+// language, is refused.
 func (ss *Session) Query(ctx context.Context, src string, args map[string]any, limit time.Duration) (json.RawMessage, error) {
 	if err := ss.Gone(); err != nil {
 		return nil, err
@@ -63,14 +66,15 @@ func (ss *Session) Query(ctx context.Context, src string, args map[string]any, l
 	if err != nil {
 		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
 	}
-	if lang := ss.Describe().Language; lang != "" && lang != "python" {
-		return nil, fmt.Errorf("session %q runs %s; this tool needs a Python (IPython) kernel", ss.id, lang)
-	}
 	a, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
 	}
-	code := "exec(compile(" + PyString(src) + `, "<kernel-mcp>", "exec"), {"_km_args": ` + PyString(string(a)) + `, "_km_ns": globals()})`
+	lang := ss.Describe().Language
+	code, isR := helperCall(lang, src, a)
+	if code == "" {
+		return nil, fmt.Errorf("session %q runs %s; this tool needs a Python (IPython) kernel", ss.id, lang)
+	}
 	qctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	res, err := k.Execute(qctx, code, kernel.ExecuteOptions{Silent: true, NoStoreHistory: true, MaxOutputs: 100, MaxStreamBytes: 64 << 10})
@@ -96,10 +100,26 @@ func (ss *Session) Query(ctx context.Context, src string, args map[string]any, l
 	}
 	for _, o := range res.Outputs {
 		if raw, ok := o.Data[ResultMIME]; ok {
+			if isR {
+				return rResult(raw)
+			}
 			return raw, nil
 		}
 	}
 	return nil, fmt.Errorf("session %q: the kernel gave no result", ss.id)
+}
+
+// helperCall is the code that runs helper src with args in a kernel of
+// language lang, and whether it is R; "" when the helper has no version for
+// that language.
+func helperCall(lang, src string, args []byte) (code string, isR bool) {
+	switch {
+	case lang == "" || lang == "python":
+		return "exec(compile(" + PyString(src) + `, "<kernel-mcp>", "exec"), {"_km_args": ` + PyString(string(args)) + `, "_km_ns": globals()})`, false
+	case strings.EqualFold(lang, "R") && rHelpers[src] != "":
+		return rCall(rHelpers[src], args), true
+	}
+	return "", false
 }
 
 // PyString quotes s as a Python string literal: JSON's string syntax is a

@@ -124,20 +124,85 @@ func (s *Engine) waitTurnAs(ctx context.Context, ss *Session, place Place, j *jo
 	}
 	t := time.NewTimer(s.cfg.MaxWait)
 	defer t.Stop()
-	select {
-	case <-j.turn:
-		if err := ss.CheckRegistered(); err != nil {
+	for {
+		// A run ahead that waits for input holds the turn until someone
+		// answers: the call says so at once instead of waiting it out.
+		asked := ss.askedSignal()
+		if r, q := ss.askingAhead(j); r != nil {
 			ss.leave(j)
-			return nil, err
+			return nil, fmt.Errorf("session %q %s; nothing was done. %s, then try again", ss.id, WaitsForInput(r, q), HowToAnswer(ss.id, r.id))
 		}
-		return func() { ss.leave(j) }, nil
-	case <-ctx.Done():
-		ss.leave(j)
-		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, ctx.Err())
-	case <-t.C:
-		ss.leave(j)
-		return nil, ss.busyError(s.cfg.MaxWait)
+		select {
+		case <-j.turn:
+			if err := ss.CheckRegistered(); err != nil {
+				ss.leave(j)
+				return nil, err
+			}
+			return func() { ss.leave(j) }, nil
+		case <-asked:
+		case <-ctx.Done():
+			ss.leave(j)
+			return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, ctx.Err())
+		case <-t.C:
+			ss.leave(j)
+			return nil, ss.busyError(s.cfg.MaxWait)
+		}
 	}
+}
+
+// askedSignal is closed when a run of the session next starts waiting for
+// input.
+func (ss *Session) askedSignal() <-chan struct{} {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.asked == nil {
+		ss.asked = make(chan struct{})
+	}
+	return ss.asked
+}
+
+// signalAsked wakes the calls waiting on askedSignal.
+func (ss *Session) signalAsked() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.asked != nil {
+		close(ss.asked)
+		ss.asked = nil
+	}
+}
+
+// askingAhead is the run holding the turn ahead of job j that waits for
+// input the assistant must give (send_input), and its question; nil when j
+// has its turn, nothing ahead asks, or the user or the person answers it
+// (then j waits as behind any run, woken by the answer).
+func (ss *Session) askingAhead(j *job) (*Run, *Question) {
+	if isClosed(j.turn) {
+		return nil, nil
+	}
+	r := ss.CurrentRun()
+	if r == nil || r.job == j {
+		return nil, nil
+	}
+	q := r.questionForAssistant()
+	if q == nil {
+		return nil, nil
+	}
+	return r, q
+}
+
+// WaitsForInput says what run r waits for: "waits for input: run r1 called
+// input() with the prompt \"Name? \"".
+func WaitsForInput(r *Run, q *Question) string {
+	what := "input()"
+	if q.Req.Password {
+		what = "getpass()"
+	}
+	return fmt.Sprintf("waits for input: run %s called %s with the prompt %q", r.id, what, q.Req.Prompt)
+}
+
+// HowToAnswer says how to answer run rid's question or stop the run.
+func HowToAnswer(session, rid string) string {
+	return fmt.Sprintf("Answer it with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, or stop the run with interrupt_session", session, rid)
 }
 
 // busyError says why a call gave up waiting for its turn, and what to do.
@@ -150,4 +215,14 @@ func (ss *Session) busyError(waited time.Duration) error {
 	return fmt.Errorf("session %q is busy with run %s (%s for %v, %d more queued); nothing was done. "+
 		"Call wait_run {\"session_id\": %q, \"run_id\": %q} until it ends, or interrupt_session to stop it, then try again",
 		ss.id, v.RunID, v.Status, time.Duration(v.ElapsedMS)*time.Millisecond, max(ss.queueLen()-1, 0), ss.id, v.RunID)
+}
+
+// BlockedBy says, for a run queued behind one that waits for input, which
+// question holds it up and how to answer it; "" for any other run.
+func (r *Run) BlockedBy() string {
+	a, q := r.ss.askingAhead(r.job)
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("It cannot start yet: session %q %s. %s.", r.ss.id, WaitsForInput(a, q), HowToAnswer(r.ss.id, a.id))
 }

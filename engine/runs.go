@@ -72,6 +72,7 @@ type Run struct {
 	inBlock   bool // a block began and is not recorded yet (runview.go)
 	input     *Question
 	inputSeq  int
+	eliciting int // callers waiting on the run that elicit its questions (Eliciting)
 	result    any
 	err       error
 	// What a viewer follows (runview.go): the outputs as they arrived, the
@@ -326,17 +327,20 @@ const (
 	AwaitInput                        // the run waits for an answer
 	AwaitTimeout                      // d passed
 	AwaitCancelled                    // ctx ended
+	AwaitBlocked                      // the run is queued behind one that waits for input
 )
 
 // await waits up to d for the run to finish. It returns early when the run
 // asks for input: the caller puts the question to the user or hands the run
-// off for send_input.
+// off for send_input; and when the run is queued behind one that waits for
+// input, which holds the turn until someone answers.
 func (r *Run) Await(ctx context.Context, d time.Duration) AwaitResult {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
+		asked := r.ss.askedSignal()
 		r.mu.Lock()
-		changed, asking := r.changed, r.input != nil && !r.input.answered
+		changed, asking, queued := r.changed, r.input != nil && !r.input.answered, r.state == StatusQueued
 		r.mu.Unlock()
 		if isClosed(r.done) {
 			return AwaitDone
@@ -344,10 +348,16 @@ func (r *Run) Await(ctx context.Context, d time.Duration) AwaitResult {
 		if asking {
 			return AwaitInput
 		}
+		if !queued {
+			asked = nil
+		} else if a, _ := r.ss.askingAhead(r.job); a != nil {
+			return AwaitBlocked
+		}
 		select {
 		case <-r.done:
 			return AwaitDone
 		case <-changed:
+		case <-asked:
 		case <-t.C:
 			return AwaitTimeout
 		case <-ctx.Done():

@@ -59,9 +59,12 @@ type Session struct {
 	queue []*job
 	// runs are the session's runs, oldest first: the unfinished ones and
 	// the last keepRuns finished (runs.go). current is the one executing.
-	runs     []*Run
-	runSeq   int
-	current  *Run
+	runs    []*Run
+	runSeq  int
+	current *Run
+	// asked is closed, and replaced, when a run of the session starts
+	// waiting for input: calls queued behind it stop waiting (queue.go).
+	asked    chan struct{}
 	deleted  bool // delete_session took the session out of the registry
 	k        *kernel.Kernel
 	starting bool

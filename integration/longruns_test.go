@@ -494,3 +494,185 @@ func TestQueryAfterWaitingSharesMaxWait(t *testing.T) {
 		t.Fatalf("namespace after the stopped query: %+v", out)
 	}
 }
+
+// An elicitation accepted without the answer field gives the code
+// nothing: the run goes on waiting for input, and the result says how to
+// answer it with send_input.
+func TestInputElicitationWithoutAnswer(t *testing.T) {
+	t.Parallel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept"}, nil // no content: the SDKs check the schema only of content that is there
+		},
+	})
+	s := startServerWith(t, client)
+	res, out := s.run("in", "name = input('Name? ')\nprint('hi', repr(name))")
+	if out.Status != "input_requested" || !strings.Contains(text(res), "came without an answer") || !strings.Contains(text(res), `send_input {"session_id": "in", "run_id": "r1"`) || strings.Contains(out.Stdout, "hi") {
+		t.Fatalf("an elicitation answer without answer: %+v\n%s", out, text(res))
+	}
+	res = s.call("send_input", map[string]any{"session_id": "in", "run_id": "r1", "text": "Ada"})
+	if out := structured[runOutput](t, res); out.Status != "ok" || out.Stdout != "hi 'Ada'\n" {
+		t.Fatalf("send_input after the empty answer: %+v\n%s", out, text(res))
+	}
+}
+
+// A call queued behind a run that waits for input returns at once, naming
+// the question and how to answer it, whether the run asked before the call
+// came or while it waited; nothing waits out --max-wait (300 s here, more
+// than the client's own 120 s for a call).
+func TestQueuedBehindInput(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--max-wait", "300")
+	r1 := structured[runState](t, s.call("run_code", map[string]any{"session_id": "qi", "code": "a = input('Name? ')\nprint('hi', a)", "background": true}))
+	s.waitRunUntil("qi", r1.RunID, "input request", func(p runState) bool { return p.Status == "input_requested" })
+	question := `run r1 called input() with the prompt "Name? "`
+	answer := `send_input {"session_id": "qi", "run_id": "r1", "text": "..."}, or stop the run with interrupt_session`
+	for _, args := range []map[string]any{
+		{"expression": "1 + 1"},
+		{"tool": "list_variables"},
+	} {
+		tool := "get_value"
+		if t, ok := args["tool"]; ok {
+			tool = t.(string)
+			delete(args, "tool")
+		}
+		args["session_id"] = "qi"
+		res := s.call(tool, args)
+		if !res.IsError || !strings.Contains(text(res), question) || !strings.Contains(text(res), answer) || !strings.Contains(text(res), "nothing was done") {
+			t.Errorf("%s behind a run waiting for input: %s", tool, text(res))
+		}
+	}
+	res, _ := s.run("qi", "'second'")
+	r2 := structured[runState](t, res)
+	if r2.Status != "queued" || !strings.Contains(text(res), "It cannot start yet") || !strings.Contains(text(res), question) || !strings.Contains(text(res), answer) {
+		t.Errorf("run_code behind a run waiting for input: %+v\n%s", r2, text(res))
+	}
+	if res := s.call("wait_run", map[string]any{"session_id": "qi", "run_id": r2.RunID}); !strings.Contains(text(res), question) {
+		t.Errorf("wait_run of the queued run: %s", text(res))
+	}
+	s.call("send_input", map[string]any{"session_id": "qi", "run_id": r1.RunID, "text": "Ada"})
+	var texts []string
+	if _, fin := s.waitRunDone("qi", r2.RunID, &texts); fin.Result != "'second'" {
+		t.Errorf("the queued run after the answer: %+v", fin)
+	}
+
+	// The call is queued first; the run ahead asks while it waits.
+	gate := filepath.Join(t.TempDir(), "gate")
+	code := fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.05)\nb = input('Later? ')", gate)
+	r3 := structured[runState](t, s.call("run_code", map[string]any{"session_id": "qi", "code": code, "background": true}))
+	type called struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan called, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "qi", "code": "'third'"}})
+		done <- called{res, err}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(text(s.call("session_status", map[string]any{"session_id": "qi"})), "Runs queued: 1") {
+		if time.Now().After(deadline) {
+			t.Fatal("the second run_code never queued")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := <-done
+	if c.err != nil {
+		t.Fatalf("run_code queued before the input request: %v", c.err)
+	}
+	later := fmt.Sprintf(`run %s called input() with the prompt "Later? "`, r3.RunID)
+	if st := structured[runState](t, c.res); st.Status != "queued" || !strings.Contains(text(c.res), later) {
+		t.Errorf("run_code queued before the input request: %+v\n%s", st, text(c.res))
+	}
+	s.call("interrupt_session", map[string]any{"session_id": "qi"})
+}
+
+// A get_value sent right after send_input, in one batch, finds the
+// question answered: send_input keeps its place in line until it has
+// answered, so the get_value waits its turn and reads the answer.
+func TestSendInputThenGetValue(t *testing.T) {
+	t.Parallel()
+	c := startRaw(t, "--state-dir", "none")
+	for i := range 5 {
+		id := 10 * (i + 1)
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_code","arguments":{"session_id":"sg","code":"name = input('Name? ')"}}}`, id))
+		if b, _ := json.Marshal(c.wait(fmt.Sprint(id))); !strings.Contains(string(b), "input_requested") {
+			t.Fatalf("run_code did not hand off its question: %s", b)
+		}
+		want := fmt.Sprintf("Ada %d", i)
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_input","arguments":{"session_id":"sg","text":%q}}}`+"\n"+
+			`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_value","arguments":{"session_id":"sg","expression":"name"}}}`, id+1, want, id+2))
+		var resp struct {
+			Result struct {
+				IsError           bool `json:"isError"`
+				StructuredContent struct {
+					Value any `json:"value"`
+				} `json:"structuredContent"`
+			} `json:"result"`
+		}
+		b, _ := json.Marshal(c.wait(fmt.Sprint(id + 2)))
+		if err := json.Unmarshal(b, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.Result.IsError || resp.Result.StructuredContent.Value != want {
+			t.Fatalf("get_value sent after send_input: %s", b)
+		}
+	}
+}
+
+// A question out to the user as an elicitation is theirs to answer: a
+// run_code sent while the user is being asked waits for the answer, then
+// runs, and is never told to answer it with send_input.
+func TestInputElicitationQueued(t *testing.T) {
+	t.Parallel()
+	var s *server
+	second := make(chan *mcp.CallToolResult, 1)
+	var early string
+	client := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+				defer cancel()
+				res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "eq", "code": "'second'"}})
+				if err != nil {
+					res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+				}
+				second <- res
+			}()
+			// While the user is asked, the run_code waits behind the question.
+			deadline := time.Now().Add(60 * time.Second)
+			for !strings.Contains(text(s.call("session_status", map[string]any{"session_id": "eq"})), "Runs queued: 1") {
+				select {
+				case res := <-second:
+					early = text(res)
+					second <- res
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Ada"}}, nil
+				default:
+				}
+				if time.Now().After(deadline) {
+					early = "the run_code never queued"
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Ada"}}, nil
+		},
+	})
+	s = startServerWith(t, client, "--max-wait", "120")
+	res, out := s.run("eq", "name = input('Name? ')\nprint('hi', name)")
+	if out.Status != "ok" || out.Stdout != "hi Ada\n" {
+		t.Fatalf("input() through elicitation: %+v\n%s", out, text(res))
+	}
+	if early != "" {
+		t.Fatalf("run_code sent while the user was asked returned before the answer: %s", early)
+	}
+	res = <-second
+	if got := structured[runOutput](t, res); got.Status != "ok" || got.Result != "'second'" || strings.Contains(text(res), "send_input") {
+		t.Errorf("run_code sent while the user was asked: %+v\n%s", got, text(res))
+	}
+}

@@ -191,7 +191,8 @@ func TestGatewayBadInput(t *testing.T) {
 		{"unreachable", Gateway{URL: closed}, "", "", "gateway " + closed + " is unreachable"},
 		{"wrong token", Gateway{URL: srv.URL, Token: "wrong"}, "", "", "refused the token"},
 		// The gateway offers whatever kernelspecs the machine has (IRkernel's
-		// "ir" among them when R is installed): python3 is one of them.
+		// "ir" among them when R is installed): the error lists the ones
+		// it offers, as it reports them.
 		{"unknown kernelspec", Gateway{URL: srv.URL, Token: srv.Token}, "nosuchspec", "", `has no kernelspec "nosuchspec"; it offers: `},
 		{"unknown kernel id", Gateway{URL: srv.URL, Token: srv.Token}, "", "00000000-0000-0000-0000-000000000000", `has no kernel with id "00000000-0000-0000-0000-000000000000"`},
 		{"not a URL", Gateway{URL: "ftp://x"}, "", "", "must be http:// or https://"},
@@ -214,7 +215,21 @@ func TestGatewayBadInput(t *testing.T) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
 			}
 			if tc.spec == "nosuchspec" && !regexp.MustCompile(`it offers: (.*, )?python3(,|$)`).MatchString(err.Error()) {
+				// Every test gateway runs python3's kernelspec.
 				t.Fatalf("err = %v\nwant it to list python3 among the kernelspecs offered", err)
+			}
+			if tc.spec == "nosuchspec" {
+				specs, _, serr := tc.gw.KernelSpecs(testCtx(t, 30*time.Second))
+				if serr != nil || len(specs) == 0 {
+					t.Fatalf("the gateway's kernelspecs: %v %v", specs, serr)
+				}
+				names := make([]string, len(specs))
+				for i, s := range specs {
+					names[i] = s.Name
+				}
+				if want := "it offers: " + strings.Join(names, ", "); !strings.HasSuffix(err.Error(), want) {
+					t.Fatalf("err = %v\nwant it to end %q: every kernelspec the gateway offers", err, want)
+				}
 			}
 		})
 	}

@@ -37,7 +37,7 @@ const (
 // GetValueInput is the input of get_value.
 type GetValueInput struct {
 	SessionID  string `json:"session_id,omitempty" jsonschema:"session id (default \"default\")"`
-	Expression string `json:"expression" jsonschema:"Python expression, e.g. model.params"`
+	Expression string `json:"expression" jsonschema:"Python expression, e.g. model.params (R on an R kernel)"`
 	Orient     string `json:"orient,omitempty" jsonschema:"DataFrames as split {columns, index, data} (default) or records"`
 	Head       *int   `json:"head,omitempty" jsonschema:"only the first n rows or items"`
 }
@@ -104,7 +104,8 @@ type PlotDataInput struct {
 type GetValueOutput struct {
 	SessionID  string `json:"session_id"`
 	Expression string `json:"expression"`
-	// Type is the Python type of the value, e.g. pandas.core.frame.DataFrame.
+	// Type is the Python type of the value, e.g. pandas.core.frame.DataFrame
+	// (on R, its class: data.frame).
 	Type string `json:"type"`
 	// Shape says how big the whole value is, e.g. "203 rows x 4 columns".
 	Shape string `json:"shape,omitempty"`

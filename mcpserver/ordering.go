@@ -42,6 +42,12 @@ var queuedTools = map[string]bool{
 	"load_data": true, "describe_data": true, "estimate_ols": true, "plot_data": true,
 }
 
+// answersInput are stamped with a ticket too, though they join no queue:
+// send_input gives its ticket back only once it has answered, so a
+// get_value or run_code sent after it joins when the question is answered
+// instead of finding it open. It does not wait for its own ticket's turn.
+var answersInput = map[string]bool{"send_input": true}
+
 // OrderedTransport wraps a transport whose messages arrive in order (stdio,
 // or one streamable HTTP session) so that queued tool calls of one session
 // reach the kernel in the order they were sent. Without it, calls of one
@@ -142,7 +148,7 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	}
 	var name string
 	json.Unmarshal(params["name"], &name)
-	if !queuedTools[name] {
+	if !queuedTools[name] && !answersInput[name] {
 		return ticket{}, false
 	}
 	sid, ok := ticketSession(params["arguments"])

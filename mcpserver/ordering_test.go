@@ -189,3 +189,41 @@ func metaOf(t *testing.T, req *jsonrpc.Request) mcp.Meta {
 	}
 	return p.Meta
 }
+
+// send_input takes a place in line too, and a call sent after it waits
+// until send_input gives it back (once it has answered): a get_value sent
+// in the same batch finds the question answered, not open.
+func TestSendInputHoldsItsPlace(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	metaOf := func(body string) mcp.Meta {
+		t.Helper()
+		msg, err := jsonrpc.DecodeMessage([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := msg.(*jsonrpc.Request)
+		if _, ok := s.stamp(req); !ok {
+			t.Fatalf("not stamped: %s", body)
+		}
+		var p struct {
+			Meta mcp.Meta `json:"_meta"`
+		}
+		json.Unmarshal(req.Params, &p)
+		return p.Meta
+	}
+	answer := metaOf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_input","arguments":{"text":"Ada"}}}`)
+	get := metaOf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_value","arguments":{"expression":"name"}}}`)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.placeOf("default", get).Wait(cancelled); err == nil {
+		t.Fatal("get_value's turn came before send_input gave its place back")
+	}
+	s.releaseTicket("default", answer)
+	if err := s.placeOf("default", get).Wait(cancelled); err != nil {
+		t.Fatalf("get_value after send_input answered: %v", err)
+	}
+}

@@ -26,11 +26,15 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	handoff func(v engine.RunView, output string) Out) (*mcp.CallToolResult, Out, error) {
 	if req.Params.RequestState != "" {
 		s.releaseTicket(ss.ID(), req.Params.Meta)
-		r, err := s.resume(req)
+		r, note, err := s.resume(req)
 		if err != nil {
 			return errResult[Out]("%v", err)
 		}
-		return attend(s, ctx, req, r, s.cfg.MaxWait, nil, handoff)
+		res, out, err := attend(s, ctx, req, r, s.cfg.MaxWait, nil, handoff)
+		if note != "" && res != nil {
+			res = withLead(res, note)
+		}
+		return res, out, err
 	}
 	r, err := s.eng.StartRun(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta), req.Params.Name, func(ctx context.Context, r *engine.Run) (any, error) {
 		res, out, err := fn(ctx, r)
@@ -64,7 +68,13 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r *engine.Run, wait time.Duration, cancelled func(), handoff func(v engine.RunView, output string) Out) (*mcp.CallToolResult, Out, error) {
 	var zero Out
 	detach := s.attach(r, attachmentOf(req))
+	elicits := canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req))
+	stopEliciting := func() {}
+	if elicits {
+		stopEliciting = r.Eliciting()
+	}
 	awaited := r.Await(ctx, wait)
+	stopEliciting()
 	detach()
 	switch awaited {
 	case engine.AwaitDone:
@@ -74,12 +84,16 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 			cancelled()
 			return errResult[Out]("cancelled: run %s in session %q was stopped (interrupted if it had started)", r.ID(), r.Session().ID())
 		}
+		r.HandOff() // nobody elicits its question any more
 		return errResult[Out]("cancelled; run %s in session %q goes on", r.ID(), r.Session().ID())
 	case engine.AwaitInput:
 		// The SDK carries an input request to a client of an older protocol
 		// version itself, but once per call: a second question in the same
 		// call is handed off instead.
-		if in := r.PendingQuestion(); in != nil && canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req)) {
+		// A question whose answer just came without its answer field is
+		// handed off, not asked again: send_input answers it.
+		if in := r.PendingQuestion(); in != nil && elicits && !answerMissing(req, in.Seq) {
+			r.Elicit(in.Seq)
 			return inputRequest(r, in), zero, nil
 		}
 	}
@@ -93,7 +107,11 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 	if req.Params.Name == "wait_run" || req.Params.Name == "send_input" {
 		label = "Output since the last call:"
 	}
-	return handoffResult(r.Session(), v, label, output, wait == 0), handoff(v, output), nil
+	blocked := ""
+	if v.Status == engine.StatusQueued {
+		blocked = r.BlockedBy()
+	}
+	return handoffResult(r.Session(), v, label, output, wait == 0, blocked), handoff(v, output), nil
 }
 
 // toolResult is what a run started by a tool keeps as its result: the
@@ -187,28 +205,48 @@ func inputRequest(r *engine.Run, in *engine.Question) *mcp.CallToolResult {
 
 func inputRequestID(seq int) string { return fmt.Sprintf("input-%d", seq) }
 
+// answerMissing reports whether req carries an accepted answer to question
+// seq without its answer field.
+func answerMissing(req *mcp.CallToolRequest, seq int) bool {
+	resp, ok := req.Params.InputResponses[inputRequestID(seq)].(*mcp.ElicitResult)
+	if !ok || resp.Action != "accept" {
+		return false
+	}
+	_, ok = resp.Content["answer"].(string)
+	return !ok
+}
+
 // resume finds the run a retried call (multi round-trip) waits on and gives
 // its question the user's answer. The request state is only a pointer: a
-// forged one can do no more than send_input could.
-func (s *Server) resume(req *mcp.CallToolRequest) (*engine.Run, error) {
+// forged one can do no more than send_input could. An accepted answer
+// without its answer field (the SDKs check content against the schema only
+// when there is content) is no answer: the question stays open, and note
+// says so.
+func (s *Server) resume(req *mcp.CallToolRequest) (r *engine.Run, note string, err error) {
 	var sid, rid string
 	var seq int
 	if n, err := fmt.Sscanf(req.Params.RequestState, "%s %s %d", &sid, &rid, &seq); n != 3 || err != nil {
-		return nil, fmt.Errorf("unknown request state %q", req.Params.RequestState)
+		return nil, "", fmt.Errorf("unknown request state %q", req.Params.RequestState)
 	}
 	ss, err := s.eng.Lookup(sid)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	r, err := ss.FindRun(rid)
+	r, err = ss.FindRun(rid)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if resp, ok := req.Params.InputResponses[inputRequestID(seq)].(*mcp.ElicitResult); ok {
 		var ans engine.Reply
 		switch resp.Action {
 		case "accept":
-			ans.Text, _ = resp.Content["answer"].(string)
+			if answerMissing(req, seq) {
+				if q := r.PendingQuestion(); q == nil || q.Seq != seq {
+					return r, "", nil // answered meanwhile (send_input): no note
+				}
+				return r, fmt.Sprintf("The answer to the question of run %s came without an answer field, so the code was given nothing and still waits.", r.ID()), nil
+			}
+			ans.Text = resp.Content["answer"].(string)
 		case "decline":
 			ans.Err = engine.ErrInputDeclined
 		default:
@@ -216,7 +254,7 @@ func (s *Server) resume(req *mcp.CallToolRequest) (*engine.Run, error) {
 		}
 		r.Answer(seq, ans) // a question answered meanwhile keeps its answer
 	}
-	return r, nil
+	return r, "", nil
 }
 
 // releaseTicket gives back the ordering ticket of a call that joins no
@@ -228,13 +266,17 @@ func (s *Server) releaseTicket(session string, meta mcp.Meta) {
 }
 
 // handoffResult is the text of a call that returns before its run ends.
-// background is set for a call that did not wait.
-func handoffResult(ss *engine.Session, v engine.RunView, label, output string, background bool) *mcp.CallToolResult {
+// background is set for a call that did not wait; blocked says which
+// question holds up a queued run (Run.BlockedBy).
+func handoffResult(ss *engine.Session, v engine.RunView, label, output string, background bool, blocked string) *mcp.CallToolResult {
 	ref := fmt.Sprintf(`{"session_id": %q, "run_id": %q}`, ss.ID(), v.RunID)
 	var b strings.Builder
 	switch v.Status {
 	case engine.StatusQueued:
 		fmt.Fprintf(&b, "Run %s is queued in session %q behind earlier calls; it starts when they end. Call wait_run %s for its output and result.", v.RunID, ss.ID(), ref)
+		if blocked != "" {
+			b.WriteString(" " + blocked)
+		}
 	case engine.StatusInputRequested:
 		what := "input()"
 		if v.Password {
@@ -311,9 +353,11 @@ func (s *Server) waitRun(ctx context.Context, req *mcp.CallToolRequest, in WaitR
 	var r *engine.Run
 	if req.Params.RequestState != "" {
 		var err error
-		if r, err = s.resume(req); err != nil {
+		var missing string
+		if r, missing, err = s.resume(req); err != nil {
 			return errResult[any]("%v", err)
 		}
+		note = strings.TrimSpace(missing + " " + note)
 	} else {
 		ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 		if err != nil {
@@ -353,13 +397,18 @@ func (s *Server) awaitRun(ctx context.Context, req *mcp.CallToolRequest, r *engi
 // does: a run that ends soon after the answer returns its result in this
 // call, one that asks again returns the new prompt.
 func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in SendInputInput) (*mcp.CallToolResult, any, error) {
+	// send_input holds its ordering ticket until the answer is given, so
+	// that a call sent after it (get_value, run_code) finds the question
+	// answered, not open.
+	defer s.releaseTicket(sessionOr(in.SessionID), req.Params.Meta)
 	if req.Params.RequestState != "" {
 		// A retry with the answer to a question asked while this call waited.
-		r, err := s.resume(req)
+		s.releaseTicket(sessionOr(in.SessionID), req.Params.Meta)
+		r, note, err := s.resume(req)
 		if err != nil {
 			return errResult[any]("%v", err)
 		}
-		return s.awaitRun(ctx, req, r, s.cfg.MaxWait, "")
+		return s.awaitRun(ctx, req, r, s.cfg.MaxWait, note)
 	}
 	wait := s.cfg.MaxWait
 	if in.Wait != nil {
@@ -385,6 +434,7 @@ func (s *Server) sendInput(ctx context.Context, req *mcp.CallToolRequest, in Sen
 		}
 	}
 	ir, ok := r.Answer(0, engine.Reply{Text: in.Text})
+	s.releaseTicket(ss.ID(), req.Params.Meta) // answered or not: later calls may join
 	if !ok {
 		v := r.View()
 		return errResult[any]("run %s in session %q is not waiting for input (it is %s); nothing was sent", r.ID(), ss.ID(), v.Status)

@@ -496,12 +496,14 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 				note += " " + err.Error()
 			}
 		}
+	case engine.StatusProbeCode(info.Language) == "":
+		note = "The status probe is for Python and R kernels only: the interpreter, working directory, memory and packages of this " + info.Language + " kernel are left out."
 	default:
 		// The probe runs silently and leaves no names behind.
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := k.Execute(pctx, engine.StatusProbe, kernel.ExecuteOptions{Silent: true})
+		res, err := k.Execute(pctx, engine.StatusProbeCode(info.Language), kernel.ExecuteOptions{Silent: true})
 		cancel()
-		if err != nil || !applyStatusProbe(&info, engine.StreamText(res, "stdout")) {
+		if err != nil || !applyStatusProbe(&info, string(engine.StatusProbeReply(info.Language, res))) {
 			note = "The kernel did not answer the status probe; details that need the kernel are left out."
 		}
 	}
