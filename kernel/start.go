@@ -283,10 +283,12 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 		}
 		g.router.registerBox(msg.Header.MsgID, box)
 		sent[msg.Header.MsgID] = &progress{}
+		newest := sent[msg.Header.MsgID]
 		if err := g.conn.Send(ctx, Shell, msg); err != nil {
 			return err
 		}
 		retry := time.NewTimer(interval)
+		retryC := retry.C
 		interval = min(2*interval, 4*time.Second)
 	wait:
 		for {
@@ -320,12 +322,21 @@ func (k *Kernel) waitReady(ctx context.Context, g *generation) error {
 							p.idle = true
 						}
 					}
-					if p.replied && p.idle {
+					// Ready once the newest request is done: the kernel
+					// answers requests in order, so none is left to turn
+					// it busy after Start returns. An earlier one done
+					// first proves that iopub is joined, so the newest's
+					// status cannot be missed: stop asking, and wait.
+					switch {
+					case newest.replied && newest.idle:
 						retry.Stop()
 						return nil
+					case p.replied && p.idle:
+						retry.Stop()
+						retryC = nil
 					}
 				}
-			case <-retry.C:
+			case <-retryC:
 				// No request has both its reply and its status yet (the
 				// SUB socket may have missed a status): ask again.
 				break wait
