@@ -519,7 +519,9 @@ func TestInputElicitationWithoutAnswer(t *testing.T) {
 // A call queued behind a run that waits for input returns at once, naming
 // the question and how to answer it, whether the run asked before the call
 // came or while it waited; nothing waits out --max-wait (300 s here, more
-// than the client's own 120 s for a call).
+// than the client's own 120 s for a call). Reads sent while nothing else
+// is queued go beside the run on the kernel's subshell and answer; a read
+// queued behind a queued run takes its turn, and so returns at once too.
 func TestQueuedBehindInput(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "--max-wait", "300")
@@ -527,6 +529,14 @@ func TestQueuedBehindInput(t *testing.T) {
 	s.waitRunUntil("qi", r1.RunID, "input request", func(p runState) bool { return p.Status == "input_requested" })
 	question := `run r1 called input() with the prompt "Name? "`
 	answer := `send_input {"session_id": "qi", "run_id": "r1", "text": "..."}, or stop the run with interrupt_session`
+	if res := s.call("get_value", map[string]any{"session_id": "qi", "expression": "1 + 1"}); res.IsError || !strings.Contains(text(res), "Read during run r1") {
+		t.Errorf("get_value beside a run waiting for input: %s", text(res))
+	}
+	res, _ := s.run("qi", "'second'")
+	r2 := structured[runState](t, res)
+	if r2.Status != "queued" || !strings.Contains(text(res), "It cannot start yet") || !strings.Contains(text(res), question) || !strings.Contains(text(res), answer) {
+		t.Errorf("run_code behind a run waiting for input: %+v\n%s", r2, text(res))
+	}
 	for _, args := range []map[string]any{
 		{"expression": "1 + 1"},
 		{"tool": "list_variables"},
@@ -539,13 +549,8 @@ func TestQueuedBehindInput(t *testing.T) {
 		args["session_id"] = "qi"
 		res := s.call(tool, args)
 		if !res.IsError || !strings.Contains(text(res), question) || !strings.Contains(text(res), answer) || !strings.Contains(text(res), "nothing was done") {
-			t.Errorf("%s behind a run waiting for input: %s", tool, text(res))
+			t.Errorf("%s behind a run queued behind a run waiting for input: %s", tool, text(res))
 		}
-	}
-	res, _ := s.run("qi", "'second'")
-	r2 := structured[runState](t, res)
-	if r2.Status != "queued" || !strings.Contains(text(res), "It cannot start yet") || !strings.Contains(text(res), question) || !strings.Contains(text(res), answer) {
-		t.Errorf("run_code behind a run waiting for input: %+v\n%s", r2, text(res))
 	}
 	if res := s.call("wait_run", map[string]any{"session_id": "qi", "run_id": r2.RunID}); !strings.Contains(text(res), question) {
 		t.Errorf("wait_run of the queued run: %s", text(res))
