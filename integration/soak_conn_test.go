@@ -275,6 +275,7 @@ type slot struct {
 	name string
 	user string // token name, "" for stdio
 	ts   bool
+	temp bool // a connection the soak drops mid-call: its client decides how long that takes
 	srv  *soakServer
 	mu   sync.Mutex
 	conn soakConn
@@ -318,7 +319,17 @@ type serverStats struct {
 	Goroutines int
 	RSSKB      int64
 	Threads    int
+	Kernels    int // ipykernel processes of the generation
 }
+
+// soakPerKernel is about what one kernel costs the server in goroutines
+// (its sockets' readers, zmq4's reapers, the process watchers; 19 counted
+// in a goroutine profile): bounds allow for it, so that a restart that
+// started the sessions' kernels after the baseline is not a leak.
+const soakPerKernel = 25
+
+// net is the goroutine count less what the kernels account for.
+func (st serverStats) net() int { return st.Goroutines - soakPerKernel*st.Kernels }
 
 func (s *soakServer) genTag(gen int64) string { return fmt.Sprintf("%s-%d", s.tag, gen) }
 
@@ -439,6 +450,11 @@ func (s *soakServer) stats() (serverStats, error) {
 		}
 		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
 			st.Threads, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	for _, p := range tagged(s.genTag(s.gen.Load())) {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline"); err == nil && strings.Contains(string(b), "ipykernel") && !strings.Contains(string(b), "bwrap") {
+			st.Kernels++
 		}
 	}
 	seen := len(statsLine.FindAllString(s.log.String(), -1))
