@@ -210,7 +210,7 @@ func (c *tsConn) call(ctx context.Context, tool string, args map[string]any) (so
 	_, werr := c.stdin.Write(append(line, '\n'))
 	c.mu.Unlock()
 	if werr != nil {
-		return soakRes{}, errConnGone
+		return soakRes{}, fmt.Errorf("%w: %v", errConnGone, werr)
 	}
 	select {
 	case r := <-ch:
@@ -241,10 +241,18 @@ func (c *tsConn) call(ctx context.Context, tool string, args map[string]any) (so
 		out.Text = strings.Join(texts, "\n")
 		return out, nil
 	case <-c.dead:
-		return soakRes{}, errConnGone
+		return soakRes{}, fmt.Errorf("%w (%v); its stderr: %s", errConnGone, c.cmd.ProcessState, lastLines(c.stderr.String(), 15))
 	case <-ctx.Done():
 		return soakRes{}, ctx.Err()
 	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (c *tsConn) teardown() {
@@ -275,7 +283,8 @@ type slot struct {
 	name string
 	user string // token name, "" for stdio
 	ts   bool
-	temp bool // a connection the soak drops mid-call: its client decides how long that takes
+	temp bool        // a connection the soak drops mid-call: its client decides how long that takes
+	down atomic.Bool // while a fault replaces the connection: calls wait
 	srv  *soakServer
 	mu   sync.Mutex
 	conn soakConn

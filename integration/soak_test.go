@@ -310,6 +310,8 @@ func (s *soak) connect(ctx context.Context, sl *slot) error {
 
 // reconnect replaces a slot's connection, closing (or dropping) the old.
 func (s *soak) reconnect(sl *slot, drop bool) {
+	sl.down.Store(true)
+	defer sl.down.Store(false)
 	sl.mu.Lock()
 	old := sl.conn
 	sl.gen.Add(1)

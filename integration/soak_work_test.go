@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -39,6 +40,9 @@ type soakWorker struct {
 	expected []string // markers of ended runs, in history order
 	exists   bool     // the session exists on the server
 	lastPure string   // marker of the last block, if it is a plain cell that can be re-run
+	// unsettled is set when a call failed: a run it started may go on, and
+	// the next op waits for it first.
+	unsettled bool
 
 	mu    sync.Mutex
 	calls []string // the last calls, for failure reports
@@ -92,8 +96,11 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 	}
 	impaired := w.srv.impaired.Load()
 	f := w.fence(sl)
-	for w.srv.down.Load() {
+	for w.srv.down.Load() || sl.down.Load() {
 		w.srv.waitUp()
+		for sl.down.Load() {
+			time.Sleep(50 * time.Millisecond) // polling a flag the injector clears
+		}
 		f = w.fence(sl)
 	}
 	conn, _ := sl.get()
@@ -103,7 +110,7 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 	start := time.Now()
 	res, err := conn.call(ctx, tool, args)
 	d := time.Since(start)
-	faulted := impaired || w.fence(sl) != f || w.srv.down.Load() || w.srv.impaired.Load()
+	faulted := impaired || w.fence(sl) != f || w.srv.down.Load() || w.srv.impaired.Load() || sl.down.Load()
 	w.s.mu.Lock()
 	w.s.calls[tool]++
 	w.s.slowest = max(w.s.slowest, d)
@@ -119,8 +126,13 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 	}
 	if err != nil {
 		w.s.check(invProtocol)
+		w.unsettled = true
 		if !faulted {
 			w.s.fail(invProtocol, fmt.Sprintf("%s on %s: %v", tool, sl.name, err), w)
+			if errors.Is(err, errConnGone) && !sl.temp {
+				// Go on with a new connection, so one failure is not ten.
+				w.s.reconnect(sl, true)
+			}
 		}
 		return res, faulted, err
 	}
@@ -181,6 +193,10 @@ func (w *soakWorker) loop(deadline time.Time) {
 	for time.Now().Before(deadline) && w.s.nfail.Load() < 10 {
 		if w.recoverGW.Swap(false) {
 			w.recover()
+		}
+		if w.unsettled {
+			w.unsettled = false
+			w.settle()
 		}
 		if w.needCheck.Swap(false) {
 			w.settle()
