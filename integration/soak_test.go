@@ -558,7 +558,8 @@ func (s *soak) sampleOne(srv *soakServer, idle bool) {
 	gen := srv.gen.Load()
 	st, err := srv.stats()
 	if err != nil {
-		if srv.gen.Load() == gen && !s.stop.Load() {
+		// A server killed by a fault while it was sampled is not a failure.
+		if srv.gen.Load() == gen && !srv.down.Load() && !s.stop.Load() {
 			s.fail(invResources, err.Error())
 		}
 		return
