@@ -42,7 +42,11 @@ type soakWorker struct {
 	lastPure string   // marker of the last block, if it is a plain cell that can be re-run
 	// unsettled is set when a call failed: a run it started may go on, and
 	// the next op waits for it first.
-	unsettled bool
+	unsettled atomic.Bool
+	// opFaulted is set once a fault touched a call of the current op: the
+	// op's later calls may see its effects (variables lost to a server
+	// restart) though no fault touched them.
+	opFaulted atomic.Bool
 
 	mu    sync.Mutex
 	calls []string // the last calls, for failure reports
@@ -111,6 +115,10 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 	res, err := conn.call(ctx, tool, args)
 	d := time.Since(start)
 	faulted := impaired || w.fence(sl) != f || w.srv.down.Load() || w.srv.impaired.Load() || sl.down.Load()
+	if faulted {
+		w.opFaulted.Store(true)
+	}
+	faulted = faulted || w.opFaulted.Load()
 	w.s.mu.Lock()
 	w.s.calls[tool]++
 	w.s.slowest = max(w.s.slowest, d)
@@ -126,7 +134,7 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 	}
 	if err != nil {
 		w.s.check(invProtocol)
-		w.unsettled = true
+		w.unsettled.Store(true)
 		if !faulted {
 			w.s.fail(invProtocol, fmt.Sprintf("%s on %s: %v", tool, sl.name, err), w)
 			if errors.Is(err, errConnGone) && !sl.temp {
@@ -202,8 +210,8 @@ func (w *soakWorker) loop(deadline time.Time) {
 		if w.recoverGW.Swap(false) {
 			w.recover()
 		}
-		if w.unsettled {
-			w.unsettled = false
+		w.opFaulted.Store(false)
+		if w.unsettled.Swap(false) {
 			w.settle()
 		}
 		if w.needCheck.Swap(false) {
