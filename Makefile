@@ -16,7 +16,7 @@ LDFLAGS := -X main.version=$(VERSION)
 DIST_VENV ?= $(or $(KERNEL_MCP_TEST_DIST_VENV),$(HOME)/.cache/kernel-mcp/venv-dist)
 DIST_PYTHON ?= $(DIST_VENV)/bin/python
 
-.PHONY: all build run test vet staticcheck cross tracked bench context fuzz clean dist dist-venv
+.PHONY: all build run test vet staticcheck cross tracked bench context soak fuzz clean dist dist-venv
 
 all: build
 
@@ -67,6 +67,17 @@ test: tracked vet staticcheck cross
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 300000x ./kernel/wire/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeStream -fuzztime 150000x ./kernel/
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 100000x ./history/
+
+# The soak (integration/soak_test.go): four servers, several clients, mixed
+# work and random faults for SOAK_MINUTES (default 10), then checks that
+# nothing was lost. SOAK_SEED (random by default) is printed, so a failure
+# can be replayed. Its 60 s version, with a fixed seed, runs in `make test`.
+# Needs what the integration tests need (npm ci in integration/, the Kernel
+# Gateway venv, bwrap). See docs/reliability.md.
+SOAK_MINUTES ?= 10
+soak:
+	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_SEED=$(SOAK_SEED) CI=$(or $(CI),true) $(GO) test -race -count=1 -v -run '^TestSoak$$' \
+		-timeout $$(awk 'BEGIN { print int($(SOAK_MINUTES) * 60 + 1200) }')s ./integration/
 
 # kernel-mcp against jupyter_client on the same kernel and against the MCP
 # servers it replaces (installed from PyPI into a cached virtualenv), in one

@@ -129,15 +129,51 @@ func (s *Engine) Delete(ctx context.Context, ss *Session, place Place) error {
 // Reset gives the session a fresh kernel in its turn, and with
 // clearHistory an empty history too; it returns what it did. A session
 // attached to a shared kernel is restarted only with force.
+//
+// A kernel that starts slowly (a loaded machine, a large environment, a
+// gateway) must not hold the call past Config.MaxWait, the bound every
+// call keeps: the reset then goes on in the session's turn, the call says
+// so, and the next call on the session waits for it.
 func (s *Engine) Reset(ctx context.Context, ss *Session, place Place, clearHistory, force bool) (string, error) {
 	if err := ss.SharedKernelRefusal(force); err != nil {
 		return "", err
 	}
+	begun := time.Now()
 	release, err := s.WaitTurn(ctx, ss, place)
 	if err != nil {
 		return "", err
 	}
-	defer release()
+	type outcome struct {
+		msg string
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer release()
+		// The engine's context: the reset outlives a call that stopped
+		// waiting for it, and ends with the server.
+		msg, err := s.reset(s.ctx, ss, clearHistory)
+		done <- outcome{msg, err}
+	}()
+	t := time.NewTimer(max(s.cfg.MaxWait-time.Since(begun), time.Second))
+	defer t.Stop()
+	select {
+	case o := <-done:
+		return o.msg, o.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("cancelled; the reset of session %q goes on", ss.id)
+	case <-t.C:
+	}
+	what := "Its history is kept."
+	if clearHistory {
+		what = "Its history is cleared once the fresh kernel is up."
+	}
+	return fmt.Sprintf("Session %q is still restarting its kernel after %v; the restart goes on, and the next call on the session waits for it (and reports it if it failed). %s",
+		ss.id, time.Since(begun).Round(100*time.Millisecond), what), nil
+}
+
+// reset is Reset's work, in the session's turn.
+func (s *Engine) reset(ctx context.Context, ss *Session, clearHistory bool) (string, error) {
 	if err := ss.Restart(ctx); err != nil {
 		return "", fmt.Errorf("session %q: restart failed: %v", ss.id, err)
 	}

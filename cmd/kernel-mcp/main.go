@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	watchStatsSignal(ctx, getenv, logger)
 	if cfg.NoStateDir {
 		logger.Warn("no home directory found: histories are kept in memory only; set --state-dir / KERNEL_MCP_STATE_DIR to keep them")
 	}

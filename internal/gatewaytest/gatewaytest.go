@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,32 @@ func freePort() (int, error) {
 // waits until its REST API answers. Stop ends it and every kernel it
 // started.
 func Start(ctx context.Context, kind string, args ...string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	return start(ctx, kind, port, hex.EncodeToString(tok), args)
+}
+
+// Restart starts a new server of s's kind on s's port with s's token, as
+// an operator would after a crash: clients of s reach it at the same URL.
+// s must have ended (Kill, then Stop to reap its kernels). The new server
+// has none of s's kernels.
+func (s *Server) Restart(ctx context.Context, args ...string) (*Server, error) {
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, s.Kind, port, s.Token, args)
+}
+
+func start(ctx context.Context, kind string, port int, token string, args []string) (*Server, error) {
 	venv := Venv(kind)
 	exe := "jupyter-kernelgateway"
 	app := "KernelGatewayApp"
@@ -75,17 +102,11 @@ func Start(ctx context.Context, kind string, args ...string) (*Server, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("no %s in the venv %s (.ci/run creates it): %w", exe, venv, err)
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	tok := make([]byte, 16)
-	rand.Read(tok)
 	dir, err := os.MkdirTemp("", "kernel-mcp-gw-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Kind: kind, URL: fmt.Sprintf("http://127.0.0.1:%d", port), Token: hex.EncodeToString(tok), dir: dir, done: make(chan struct{})}
+	s := &Server{Kind: kind, URL: fmt.Sprintf("http://127.0.0.1:%d", port), Token: token, dir: dir, done: make(chan struct{})}
 	// GET /api/kernels, so tests can check that no kernel is left.
 	if kind == KernelGateway {
 		args = append([]string{"--JupyterWebsocketPersonality.list_kernels=True"}, args...)
