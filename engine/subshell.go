@@ -95,6 +95,14 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 		st = &subshellState{k: k, gen: gen, slot: make(chan struct{}, 1)}
 		ss.sub = st
 	}
+	if g := ss.parent; k.HasSubshells() && (g.k != k || g.gen != gen || g.err != "") {
+		// A read on a subshell before py/subshell_parent.py is in place
+		// would take the output of the run's threads from it.
+		if g.k == k && g.gen == gen {
+			return nil, fmt.Sprintf("this kernel could not be prepared for reads beside a run when the run started (%s)", g.err), nil
+		}
+		return nil, "the run started before this kernel was prepared for reads beside a run", nil
+	}
 	if st.sub == nil && st.none == "" && st.creating == nil {
 		if !k.HasSubshells() {
 			impl := k.Implementation()
@@ -387,4 +395,58 @@ func (ss *Session) dropSubshell(k *kernel.Kernel) {
 		<-st.slot
 	default:
 	}
+}
+
+// parentGuard is the kernel process (and session generation) on whose main
+// shell py/subshell_parent.py ran, or why it could not.
+type parentGuard struct {
+	k   *kernel.Kernel
+	gen int
+	err string
+}
+
+// parentGuardCode installs py/subshell_parent.py, in a dict of its own.
+var parentGuardCode = "exec(compile(" + PyString(subshellParent) + `, "<kernel-mcp>", "exec"), {})`
+
+// guardParent readies a kernel with subshells for reads beside the run
+// about to start, once per kernel process: it runs py/subshell_parent.py
+// on the main shell, which is idle, before the run and so before any read
+// beside it. A read on a subshell then leaves the kernel-wide parent of
+// output and input to the run, and the output of the run's threads and of
+// its subprocesses stays the run's. Reads go beside a run only once this
+// has succeeded.
+func (ss *Session) guardParent(ctx context.Context, k *kernel.Kernel, gen int) {
+	if !k.HasSubshells() {
+		return
+	}
+	ss.subMu.Lock()
+	done := ss.parent.k == k && ss.parent.gen == gen && ss.parent.err == ""
+	ss.subMu.Unlock()
+	if done {
+		return
+	}
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := k.Execute(c, parentGuardCode, kernel.ExecuteOptions{
+		Silent: true, NoStoreHistory: true, MaxOutputs: 10, MaxStreamBytes: 4 << 10,
+		UserExpressions: map[string]string{"ok": "get_ipython().kernel.set_parent._km_guard"},
+	})
+	why := ""
+	if err != nil {
+		why = err.Error()
+	} else {
+		var ue struct {
+			Status string `json:"status"`
+			EName  string `json:"ename"`
+			EValue string `json:"evalue"`
+		}
+		if jerr := json.Unmarshal(res.UserExpressions["ok"], &ue); jerr != nil {
+			why = "bad reply: " + jerr.Error()
+		} else if ue.Status != "ok" {
+			why = ue.EName + ": " + history.PlainText(ue.EValue)
+		}
+	}
+	ss.subMu.Lock()
+	ss.parent = parentGuard{k: k, gen: gen, err: why}
+	ss.subMu.Unlock()
 }

@@ -435,3 +435,96 @@ func TestSubshellCleanup(t *testing.T) {
 		}
 	}
 }
+
+// TestSubshellRunThreadOutput: reads beside a run leave it the output of
+// the threads it starts and of its subprocesses (os.system writes to the
+// process's file descriptor, which ipykernel's watcher thread forwards):
+// the run's stdout is complete, and session_status's probe beside it
+// still reads its own output alone.
+func TestSubshellRunThreadOutput(t *testing.T) {
+	s := startServer(t, "--output-limit", "1000000")
+	dir := t.TempDir()
+	half, stop := filepath.Join(dir, "half"), filepath.Join(dir, "stop")
+	runID := s.startBackground("th", fmt.Sprintf(`import os, threading, time
+ticks = 0
+def tick():
+    global ticks
+    while not os.path.exists(%[2]q):
+        print("thread", ticks, flush=True)
+        ticks += 1
+        time.sleep(0.005)
+    print("thread end", flush=True)
+t = threading.Thread(target=tick)
+t.start()
+while not os.path.exists(%[1]q):
+    time.sleep(0.005)
+os.system("echo fd-level")
+fd_done = True
+t.join()
+print("main end", flush=True)`, half, stop))
+	read := func(expr string) valueRead {
+		v, txt := s.getValue("th", expr)
+		if v.DuringRun != runID {
+			t.Fatalf("get_value(%s) not beside the run: %+v\n%s", expr, v, txt)
+		}
+		return v
+	}
+	status := func() {
+		res := s.call("session_status", map[string]any{"session_id": "th"})
+		if rn := structured[readNote](t, res); res.IsError || rn.DuringRun != runID || !strings.Contains(text(res), "Interpreter:") {
+			t.Fatalf("session_status beside the run: %+v\n%s", rn, text(res))
+		}
+	}
+	for range 20 {
+		read("ticks")
+		status()
+	}
+	if err := os.WriteFile(half, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); read("globals().get('fd_done', False)").Value != true; {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not reach os.system in 60 s")
+		}
+		status()
+	}
+	n := intOf(t, read("ticks").Value)
+	for range 5 {
+		status()
+	}
+	for deadline := time.Now().Add(60 * time.Second); intOf(t, read("ticks").Value) < n+5; {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's thread stopped ticking")
+		}
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	_, fin := s.waitRunDone("th", runID, &texts)
+	if fin.Status != "ok" {
+		t.Fatalf("run: %+v", fin)
+	}
+	var thread []string
+	other := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSuffix(fin.Stdout, "\n"), "\n") {
+		if strings.HasPrefix(l, "thread ") && l != "thread end" {
+			thread = append(thread, l)
+		} else {
+			other[l] = true
+		}
+	}
+	for j, l := range thread {
+		if l != "thread "+strconv.Itoa(j) {
+			t.Fatalf("the thread's line %d is %q: output lost to a read\n%s", j, l, fin.Stdout)
+		}
+	}
+	if len(thread) <= n+5 {
+		t.Errorf("the run's stdout has %d lines from its thread, but a read saw %d ticks", len(thread), n+5)
+	}
+	for _, l := range []string{"started", "fd-level", "thread end", "main end"} {
+		if !other[l] {
+			t.Errorf("the run's stdout lacks %q:\n%s", l, fin.Stdout)
+		}
+	}
+}
