@@ -53,6 +53,9 @@ type subshellState struct {
 	// (stalled behind native code) would hold up every later one: reads
 	// send nothing while it is there.
 	slot chan struct{}
+	// dropped is set when the session forgot st (its kernel is being
+	// closed): a create answered after that deletes what it made.
+	dropped bool
 }
 
 // Beside is a read that runs beside the session's run in progress, on the
@@ -160,8 +163,20 @@ func (ss *Session) createSubshell(st *subshellState) {
 		defer cancel()
 		sub, err := st.k.CreateSubshell(ctx)
 		ss.subMu.Lock()
-		defer ss.subMu.Unlock()
 		st.creating = nil
+		if err == nil && st.dropped {
+			ss.subMu.Unlock()
+			// The session forgot st while the kernel was being closed.
+			// One this server attached to lives on, and so would the
+			// subshell.
+			if st.k.Attached() {
+				dctx, dcancel := context.WithTimeout(context.Background(), subshellCreateWait)
+				_ = st.k.DeleteSubshell(dctx, sub)
+				dcancel()
+			}
+			return
+		}
+		defer ss.subMu.Unlock()
 		switch {
 		case err == nil:
 			st.sub, st.none = sub, ""
@@ -383,14 +398,19 @@ func (ss *Session) dropSubshell(k *kernel.Kernel) {
 	ss.subMu.Lock()
 	st := ss.sub
 	ss.sub = nil
+	var sub *kernel.Subshell
+	if st != nil {
+		st.dropped = true
+		sub = st.sub
+	}
 	ss.subMu.Unlock()
-	if st == nil || st.sub == nil || st.k != k || !k.Attached() {
+	if sub == nil || st.k != k || !k.Attached() {
 		return
 	}
 	select {
 	case st.slot <- struct{}{}:
 		ctx, cancel := context.WithTimeout(context.Background(), subshellCreateWait)
-		_ = k.DeleteSubshell(ctx, st.sub)
+		_ = k.DeleteSubshell(ctx, sub)
 		cancel()
 		<-st.slot
 	default:
