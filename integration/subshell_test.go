@@ -227,7 +227,8 @@ func TestSubshellLeavesFiguresAlone(t *testing.T) {
 		t.Fatalf("matplotlib loaded before any plot: %+v", out)
 	}
 	// A session with no matplotlib: the reads must not load it.
-	runID := s.startBackground("f", "import time\ntime.sleep(1.5)")
+	stop0 := filepath.Join(t.TempDir(), "stop")
+	runID := s.startBackground("f", fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.01)", stop0))
 	for _, tool := range []string{"get_value", "list_variables", "session_status"} {
 		args := map[string]any{"session_id": "f"}
 		if tool == "get_value" {
@@ -237,6 +238,9 @@ func TestSubshellLeavesFiguresAlone(t *testing.T) {
 		if rn := structured[readNote](t, res); res.IsError || rn.DuringRun != runID {
 			t.Fatalf("%s: %+v\n%s", tool, rn, text(res))
 		}
+	}
+	if err := os.WriteFile(stop0, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	var texts []string
 	s.waitRunDone("f", runID, &texts)
@@ -289,7 +293,10 @@ func TestSubshellIPyKernel6(t *testing.T) {
 	py := ipytest.IPyKernel6(t)
 	s := startServer(t, "--python", py, "--pool-size", "0")
 	s.run("six", "x = 1")
-	runID := s.startBackground("six", "import time\ntime.sleep(2)\nx = 2")
+	// The read must reach the server while the run goes on, and it waits
+	// for the run's end, so no stop file can end the run after it: the
+	// run lasts far longer than sending one call takes.
+	runID := s.startBackground("six", "import time\ntime.sleep(10)\nx = 2")
 	v, txt := s.getValue("six", "x")
 	if v.DuringRun != "" || intOf(t, v.Value) != 2 {
 		t.Fatalf("read on ipykernel 6: %+v\n%s", v, txt)
@@ -300,10 +307,8 @@ func TestSubshellIPyKernel6(t *testing.T) {
 	}
 }
 
-// TestSubshellGatewayRead: through Jupyter Kernel Gateway, a read during a
-// run goes beside it when the gateway passes subshell messages on, and
-// waits for the run (saying why) when it does not; the value is right
-// either way.
+// TestSubshellGatewayRead: through Jupyter Kernel Gateway, which passes
+// subshell messages on, a read during a run goes beside it.
 func TestSubshellGatewayRead(t *testing.T) {
 	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
 	s := startServer(t, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0")
@@ -312,18 +317,14 @@ func TestSubshellGatewayRead(t *testing.T) {
 	os.Remove(stop)
 	t.Cleanup(func() { os.Remove(stop) })
 	runID := s.startBackground("gw", fmt.Sprintf("import os, time\nfor n in range(1, 600):\n    if os.path.exists(%q):\n        break\n    time.sleep(0.05)", stop))
+	// Kernel Gateway passes subshell messages on (kernel's
+	// TestSubshellGateway): the read goes beside the run.
 	v, txt := s.getValue("gw", "n")
-	switch {
-	case v.DuringRun == runID:
-		// Beside the run: the loop had started and not ended.
-		if n := intOf(t, v.Value); n < 1 || n >= 599 {
-			t.Errorf("read beside the run gave n = %d", n)
-		}
-		t.Logf("Kernel Gateway passes subshell messages on: %s", txt)
-	case strings.HasPrefix(v.ReadNote, "Waited for run "+runID):
-		t.Logf("Kernel Gateway does not pass subshells on; the read waited: %s", v.ReadNote)
-	default:
-		t.Fatalf("read through the gateway: %+v\n%s", v, txt)
+	if v.DuringRun != runID {
+		t.Fatalf("read through Kernel Gateway did not go beside the run: %+v\n%s", v, txt)
+	}
+	if n := intOf(t, v.Value); n < 1 || n >= 599 {
+		t.Errorf("read beside the run gave n = %d", n)
 	}
 	if err := os.WriteFile(stop, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -416,11 +417,15 @@ func TestSubshellCleanup(t *testing.T) {
 		t.Fatalf("subshells before any read: %d", n)
 	}
 	for round := range 2 {
-		runID := s.startBackground("c", "import time\ntime.sleep(1)")
+		stop := filepath.Join(t.TempDir(), "stop")
+		runID := s.startBackground("c", fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.01)", stop))
 		for range 3 {
 			if v, txt := s.getValue("c", "1"); v.DuringRun != runID {
 				t.Fatalf("round %d: %+v\n%s", round, v, txt)
 			}
+		}
+		if err := os.WriteFile(stop, nil, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		var texts []string
 		s.waitRunDone("c", runID, &texts)
