@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +44,12 @@ type subshellState struct {
 	gen int // the session's kernel generation it belongs to
 	sub *kernel.Subshell
 	// none says why reads cannot go beside a run on this kernel process;
-	// they queue then.
-	none string
+	// they queue then. With retry set it holds only for noneRun: through a
+	// gateway, an unanswered create_subshell_request is tried again during
+	// a later run.
+	none    string
+	retry   bool
+	noneRun *Run
 	// creating is closed when the create_subshell_request in flight is
 	// answered or given up; nil when none is.
 	creating chan struct{}
@@ -63,6 +68,7 @@ type subshellState struct {
 type Beside struct {
 	ss  *Session
 	st  *subshellState
+	sub *kernel.Subshell
 	run *Run
 }
 
@@ -97,6 +103,9 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 		// A new kernel process: the old subshell went with the old one.
 		st = &subshellState{k: k, gen: gen, slot: make(chan struct{}, 1)}
 		ss.sub = st
+	}
+	if st.retry && st.noneRun != r && st.sub == nil {
+		st.none, st.retry, st.noneRun = "", false, nil
 	}
 	if g := ss.parent; k.HasSubshells() && (g.k != k || g.gen != gen || g.err != "") {
 		// A read on a subshell before py/subshell_parent.py is in place
@@ -140,26 +149,31 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 		default:
 			// Through a gateway, the request may have been dropped. The
 			// read waits for the run; should the answer come after all,
-			// later reads go beside.
+			// later reads go beside, and a later run tries again.
+			st.retry, st.noneRun = true, r
 			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer through the gateway within %v (it may not pass subshell messages on, or the run holds the GIL)", subshellCreateWait)
 		}
 	}
 	if st.sub == nil {
 		return nil, st.none, nil
 	}
-	return &Beside{ss: ss, st: st, run: r}, "", nil
+	return &Beside{ss: ss, st: st, sub: st.sub, run: r}, "", nil
 }
 
 // createSubshell sends create_subshell_request for st, called with subMu
-// held. The answer is waited for on a goroutine of its own, at most
-// QueryTimeout or until the kernel process ends: a stalled kernel answers
-// late, and a late answer still gives the session its subshell.
+// held. The answer is waited for on a goroutine of its own until it comes
+// or the kernel process ends: a kernel stalled by the run answers late, and
+// a late answer still gives the session its subshell. Only through a
+// gateway, which may drop the request, is the wait bounded (QueryTimeout).
 func (ss *Session) createSubshell(st *subshellState) {
 	done := make(chan struct{})
 	st.creating = done
 	go func() {
 		defer close(done)
-		ctx, cancel := context.WithTimeout(context.Background(), QueryTimeout)
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if st.k.GatewayURL() != "" {
+			ctx, cancel = context.WithTimeout(ctx, QueryTimeout)
+		}
 		defer cancel()
 		sub, err := st.k.CreateSubshell(ctx)
 		ss.subMu.Lock()
@@ -181,7 +195,8 @@ func (ss *Session) createSubshell(st *subshellState) {
 		case err == nil:
 			st.sub, st.none = sub, ""
 		case errors.Is(err, context.DeadlineExceeded):
-			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer in %v", QueryTimeout)
+			st.retry, st.noneRun = true, nil
+			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer through the gateway in %v", QueryTimeout)
 		default:
 			st.none = fmt.Sprintf("the kernel could not create a subshell (%v)", err)
 		}
@@ -232,9 +247,9 @@ func (errStalled) Error() string { return "stalled" }
 
 // do runs f, which sends one request to the subshell, within
 // SubshellReadWait. f runs on a goroutine of its own that outlives the
-// call when the kernel is slow: it ends when the kernel answers, the
-// kernel process ends, or after QueryTimeout; until then it holds the
-// subshell, and later reads give up rather than queue behind it.
+// call when the kernel is slow: it ends when the kernel answers or the
+// kernel process ends; until then it holds the subshell (the kernel still
+// holds the request), and later reads give up rather than queue behind it.
 func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started func()) error) error {
 	t := time.NewTimer(SubshellReadWait)
 	defer t.Stop()
@@ -249,9 +264,7 @@ func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started fun
 	var running atomic.Bool
 	go func() {
 		defer func() { <-b.st.slot }()
-		c, cancel := context.WithTimeout(context.Background(), QueryTimeout)
-		defer cancel()
-		done <- f(c, func() { running.Store(true) })
+		done <- f(context.Background(), func() { running.Store(true) })
 	}()
 	select {
 	case err := <-done:
@@ -263,10 +276,60 @@ func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started fun
 	}
 }
 
+// errGone is a read whose subshell the kernel no longer has: the kernel
+// was restarted by whoever owns it, or another client deleted the subshell.
+var errGone = errors.New("subshell gone")
+
+// subshellListWait bounds the list_subshell_request that tells apart why
+// the kernel did not take a read up: the control channel answers it unless
+// the run holds the GIL.
+const subshellListWait = time.Second
+
+// forget drops the session's subshell when the kernel no longer has it, so
+// that the next read makes a new one.
+func (b *Beside) forget() {
+	b.ss.subMu.Lock()
+	if b.st.sub == b.sub {
+		b.st.sub = nil
+	}
+	b.ss.subMu.Unlock()
+}
+
+// gone reports whether err, or, for a read the kernel did not take up, the
+// kernel's list of subshells, says that the session's subshell is gone;
+// listed is set when the kernel answered that list.
+func (b *Beside) gone(err error) (gone, listed bool) {
+	var ee *kernel.ExecError
+	if errors.Is(err, errGone) || (errors.As(err, &ee) && ee.EName == "UnknownSubshellError") {
+		return true, false
+	}
+	var st errStalled
+	if !errors.As(err, &st) || st.running {
+		return false, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), subshellListWait)
+	defer cancel()
+	ids, lerr := b.st.k.ListSubshells(ctx)
+	if lerr != nil {
+		return false, false
+	}
+	return !slices.Contains(ids, b.sub.ID()), true
+}
+
 // fail says what went wrong with a read beside the run.
 func (b *Beside) fail(err error) error {
 	var st errStalled
+	gone, listed := b.gone(err)
 	switch {
+	case gone:
+		b.forget()
+		return fmt.Errorf("session %q: the kernel no longer has the session's subshell (whoever owns the kernel restarted it, or another client deleted the subshell); nothing was read. Try the read again: it makes a new one", b.ss.id)
+	case errors.As(err, &st) && !st.running && listed:
+		what := "did not take the read up"
+		if st.queued {
+			what = "is still busy with an earlier read"
+		}
+		return fmt.Errorf("session %q: the session's subshell %s after %v, while the kernel still answers on its control channel (the run does not hold the GIL; an earlier read may be slow, or the machine loaded); nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", b.ss.id, what, SubshellReadWait)
 	case errors.As(err, &st) && st.running:
 		return fmt.Errorf("session %q: the read is still running after %v beside run %s (the expression itself is slow); it goes on in the kernel, and nothing was interrupted. Later reads wait for it or give up; call wait_run, and read once the run has ended", b.ss.id, SubshellReadWait, b.run.id)
 	case errors.As(err, &st):
@@ -307,7 +370,7 @@ func (b *Beside) execute(ctx context.Context, expr string) (*kernel.ExecuteResul
 	var res *kernel.ExecuteResult
 	err := b.do(ctx, func(c context.Context, started func()) error {
 		r, err := b.st.k.Execute(c, guardCode, kernel.ExecuteOptions{
-			Silent: true, NoStoreHistory: true, Subshell: b.st.sub, OnInput: noInput, OnBusy: started,
+			Silent: true, NoStoreHistory: true, Subshell: b.sub, OnInput: noInput, OnBusy: started,
 			UserExpressions: map[string]string{"km": expr},
 			MaxOutputs:      100, MaxStreamBytes: 64 << 10,
 		})
@@ -367,7 +430,10 @@ func (b *Beside) Probe(ctx context.Context, src string) (string, error) {
 func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*kernel.CompleteReply, error) {
 	var r *kernel.CompleteReply
 	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
-		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.st.sub))
+		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.sub))
+		if err == nil && r.Status == "error" {
+			err = b.errorReply()
+		}
 		return err
 	})
 	if err != nil {
@@ -376,11 +442,26 @@ func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*ker
 	return r, nil
 }
 
+// errorReply is the error of a complete or inspect reply with status
+// "error" on the subshell: errGone when the kernel no longer lists the
+// subshell (ipykernel answers UnknownSubshellError then).
+func (b *Beside) errorReply() error {
+	ctx, cancel := context.WithTimeout(context.Background(), subshellListWait)
+	defer cancel()
+	if ids, err := b.st.k.ListSubshells(ctx); err == nil && !slices.Contains(ids, b.sub.ID()) {
+		return errGone
+	}
+	return errors.New("the kernel answered with an error")
+}
+
 // Inspect asks the subshell for the kernel's help on a name.
 func (b *Beside) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*kernel.InspectReply, error) {
 	var r *kernel.InspectReply
 	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
-		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.st.sub))
+		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.sub))
+		if err == nil && r.Status == "error" {
+			err = b.errorReply()
+		}
 		return err
 	})
 	if err != nil {

@@ -533,3 +533,57 @@ print("main end", flush=True)`, half, stop))
 		}
 	}
 }
+
+// TestSubshellGone: when the kernel no longer has the session's subshell
+// (whoever owns the kernel deleted it), a read says so, and the next read
+// makes a new one and goes beside the run.
+func TestSubshellGone(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	background := func(name string) (string, string) {
+		stop := filepath.Join(dir, name)
+		return s.startBackground("x", fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.01)", stop)), stop
+	}
+	end := func(runID, stop string) {
+		t.Helper()
+		if err := os.WriteFile(stop, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		if _, fin := s.waitRunDone("x", runID, &texts); fin.Status != "ok" {
+			t.Fatalf("run: %+v", fin)
+		}
+	}
+	runID, stop := background("1")
+	if v, txt := s.getValue("x", "1"); v.DuringRun != runID {
+		t.Fatalf("first read: %+v\n%s", v, txt)
+	}
+	end(runID, stop)
+	// Delete it the way delete_subshell_request does, on ipykernel's
+	// shell channel thread.
+	_, out := s.run("x", `import threading
+_k = get_ipython().kernel
+_m = _k.shell_channel_thread.manager
+_gone = threading.Event()
+def _drop():
+    for i in _m.list_subshell():
+        _m._delete_subshell(i)
+    _gone.set()
+_k.shell_channel_thread.io_loop.add_callback(_drop)
+_gone.wait(30) and len(_m.list_subshell())`)
+	if out.Status != "ok" || out.Result != "0" {
+		t.Fatalf("deleting the subshell: %+v", out)
+	}
+	runID, stop = background("2")
+	res := s.call("get_value", map[string]any{"session_id": "x", "expression": "1"})
+	if !res.IsError || !strings.Contains(text(res), "no longer has the session's subshell") {
+		t.Fatalf("read on the deleted subshell: %s", text(res))
+	}
+	if v, txt := s.getValue("x", "2"); v.DuringRun != runID || intOf(t, v.Value) != 2 {
+		t.Fatalf("read after: %+v\n%s", v, txt)
+	}
+	end(runID, stop)
+	if n := s.subshellCount("x"); n != 1 {
+		t.Errorf("%d subshells, want 1", n)
+	}
+}
