@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +72,20 @@ type Beside struct {
 	st  *subshellState
 	sub *kernel.Subshell
 	run *Run
+	// place is the caller's place in the session's order, given up once
+	// the read has the subshell (ReadBeside).
+	place Place
+	once  sync.Once
+}
+
+// Release gives the caller's place up, if the read still holds it: once
+// the read has been sent, or when it is not sent at all.
+func (b *Beside) Release() {
+	b.once.Do(func() {
+		if b.place != nil {
+			b.place.Done()
+		}
+	})
 }
 
 // RunID is the run the read went beside.
@@ -96,6 +112,10 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 	if k == nil {
 		return nil, "", nil
 	}
+	if down, _ := kernelDown(k); down {
+		// The read takes its turn, which says what became of the kernel.
+		return nil, "", nil
+	}
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	st := ss.sub
@@ -118,10 +138,14 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 	if st.sub == nil && st.none == "" && st.creating == nil {
 		if !k.HasSubshells() {
 			impl := k.Implementation()
-			if impl == "" {
-				impl = "its kernel_info lists no \"kernel subshells\""
+			switch {
+			case impl == "":
+				st.none = "this kernel has no subshells (its kernel_info lists no \"kernel subshells\")"
+			case strings.HasPrefix(impl, "ipython"):
+				st.none = fmt.Sprintf("this kernel has no subshells: an ipykernel older than 7 (%s)", strings.Replace(impl, "ipython", "IPython", 1))
+			default:
+				st.none = fmt.Sprintf("this kernel has no subshells (%s)", impl)
 			}
-			st.none = fmt.Sprintf("this kernel has no subshells (%s; ipykernel 7 has them)", impl)
 		} else {
 			ss.createSubshell(st)
 		}
@@ -206,7 +230,8 @@ func (ss *Session) createSubshell(st *subshellState) {
 // ReadBeside is for a read (get_value, list_variables) that may go beside
 // the run in progress. It waits for the caller's place; then, when a run
 // executes, nothing else waits for the session, and the kernel has
-// subshells, it gives the place up and returns b. Otherwise b is nil and
+// subshells, it returns b, which holds the place until the kernel has
+// taken the read up or the read is over (b.Release). Otherwise b is nil and
 // the place is kept for the caller's WaitTurn; waited says why the read
 // waits, when that is behind a run.
 func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *Beside, waited string, err error) {
@@ -225,11 +250,17 @@ func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *B
 	why := "calls sent before it were queued behind the run"
 	if ss.queueLen() == 1 {
 		b, why, err = ss.Beside(ctx)
-		if err != nil || b != nil {
+		if b != nil {
+			// The read gives the place up once it has the subshell, so
+			// that nothing sent after it goes first.
+			b.place = place
+			return b, "", nil
+		}
+		if err != nil {
 			if place != nil {
 				place.Done()
 			}
-			return b, "", err
+			return nil, "", err
 		}
 	}
 	if why == "" {
@@ -253,6 +284,7 @@ func (errStalled) Error() string { return "stalled" }
 func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started func()) error) error {
 	t := time.NewTimer(SubshellReadWait)
 	defer t.Stop()
+	defer b.Release()
 	select {
 	case b.st.slot <- struct{}{}:
 	case <-t.C:
@@ -264,7 +296,10 @@ func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started fun
 	var running atomic.Bool
 	go func() {
 		defer func() { <-b.st.slot }()
-		done <- f(context.Background(), func() { running.Store(true) })
+		done <- f(context.Background(), func() {
+			running.Store(true)
+			b.Release() // the kernel has the read
+		})
 	}()
 	select {
 	case err := <-done:
@@ -429,8 +464,8 @@ func (b *Beside) Probe(ctx context.Context, src string) (string, error) {
 // Complete asks the subshell for completions.
 func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*kernel.CompleteReply, error) {
 	var r *kernel.CompleteReply
-	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
-		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.sub))
+	err := b.do(ctx, func(c context.Context, started func()) (err error) {
+		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.sub), kernel.OnBusy(started))
 		if err == nil && r.Status == "error" {
 			err = b.errorReply()
 		}
@@ -457,8 +492,8 @@ func (b *Beside) errorReply() error {
 // Inspect asks the subshell for the kernel's help on a name.
 func (b *Beside) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*kernel.InspectReply, error) {
 	var r *kernel.InspectReply
-	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
-		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.sub))
+	err := b.do(ctx, func(c context.Context, started func()) (err error) {
+		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.sub), kernel.OnBusy(started))
 		if err == nil && r.Status == "error" {
 			err = b.errorReply()
 		}
