@@ -366,7 +366,7 @@ func (b *Beside) fail(err error) error {
 		}
 		return fmt.Errorf("session %q: the session's subshell %s after %v, while the kernel still answers on its control channel (the run does not hold the GIL; an earlier read may be slow, or the machine loaded); nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", b.ss.id, what, SubshellReadWait)
 	case errors.As(err, &st) && st.running:
-		return fmt.Errorf("session %q: the read is still running after %v beside run %s (the expression itself is slow); it goes on in the kernel, and nothing was interrupted. Later reads wait for it or give up; call wait_run, and read once the run has ended", b.ss.id, SubshellReadWait, b.run.id)
+		return fmt.Errorf("session %q: the read is still running after %v beside run %s (the expression itself is slow); the bound is on this wait, and the read goes on in the kernel. Nothing was interrupted, and interrupt_session would not stop the read (it runs beside the run, not on the main thread); reset_session does. Later reads wait for it or give up; call wait_run, and read once the run has ended", b.ss.id, SubshellReadWait, b.run.id)
 	case errors.As(err, &st):
 		what := "did not answer within " + SubshellReadWait.String()
 		if st.queued {
