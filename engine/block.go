@@ -104,6 +104,7 @@ func (r *Run) runBlock(ctx context.Context, code, source string, timeout time.Du
 	ss.mu.Lock()
 	ss.lastInterrupt = time.Time{} // the debounce is per run
 	ss.mu.Unlock()
+	ss.guardParent(runCtx, k, gen)
 	r.beginBlock(code, at)
 	by := r.By()
 	start := time.Now()

@@ -34,6 +34,11 @@ var (
 	//go:embed py/subshell_guard.py
 	subshellGuard string
 
+	// subshellParent keeps a read on a subshell from taking the kernel-wide
+	// parent of output and input from the run; sent before a run.
+	//go:embed py/subshell_parent.py
+	subshellParent string
+
 	// StatusProbe gathers what session_status reports from inside the
 	// kernel, printing it as one JSON line.
 	//go:embed py/session_status.py

@@ -96,9 +96,11 @@ type Session struct {
 	// session://{id}/outputs/{n} (images.go); nil until the first image.
 	images *ImageStore
 
-	// subMu guards sub, the subshell that reads during a run (subshell.go).
-	subMu sync.Mutex
-	sub   *subshellState
+	// subMu guards sub, the subshell that reads during a run (subshell.go),
+	// and parent, the kernel process whose set_parent is ready for them.
+	subMu  sync.Mutex
+	sub    *subshellState
+	parent parentGuard
 }
 
 // KernelInfo is what a session knows of its kernel once started.

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +46,12 @@ type subshellState struct {
 	gen int // the session's kernel generation it belongs to
 	sub *kernel.Subshell
 	// none says why reads cannot go beside a run on this kernel process;
-	// they queue then.
-	none string
+	// they queue then. With retry set it holds only for noneRun: through a
+	// gateway, an unanswered create_subshell_request is tried again during
+	// a later run.
+	none    string
+	retry   bool
+	noneRun *Run
 	// creating is closed when the create_subshell_request in flight is
 	// answered or given up; nil when none is.
 	creating chan struct{}
@@ -53,6 +60,9 @@ type subshellState struct {
 	// (stalled behind native code) would hold up every later one: reads
 	// send nothing while it is there.
 	slot chan struct{}
+	// dropped is set when the session forgot st (its kernel is being
+	// closed): a create answered after that deletes what it made.
+	dropped bool
 }
 
 // Beside is a read that runs beside the session's run in progress, on the
@@ -60,7 +70,22 @@ type subshellState struct {
 type Beside struct {
 	ss  *Session
 	st  *subshellState
+	sub *kernel.Subshell
 	run *Run
+	// place is the caller's place in the session's order, given up once
+	// the read has the subshell (ReadBeside).
+	place Place
+	once  sync.Once
+}
+
+// Release gives the caller's place up, if the read still holds it: once
+// the read has been sent, or when it is not sent at all.
+func (b *Beside) Release() {
+	b.once.Do(func() {
+		if b.place != nil {
+			b.place.Done()
+		}
+	})
 }
 
 // RunID is the run the read went beside.
@@ -87,6 +112,10 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 	if k == nil {
 		return nil, "", nil
 	}
+	if down, _ := kernelDown(k); down {
+		// The read takes its turn, which says what became of the kernel.
+		return nil, "", nil
+	}
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	st := ss.sub
@@ -95,13 +124,28 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 		st = &subshellState{k: k, gen: gen, slot: make(chan struct{}, 1)}
 		ss.sub = st
 	}
+	if st.retry && st.noneRun != r && st.sub == nil {
+		st.none, st.retry, st.noneRun = "", false, nil
+	}
+	if g := ss.parent; k.HasSubshells() && (g.k != k || g.gen != gen || g.err != "") {
+		// A read on a subshell before py/subshell_parent.py is in place
+		// would take the output of the run's threads from it.
+		if g.k == k && g.gen == gen {
+			return nil, fmt.Sprintf("this kernel could not be prepared for reads beside a run when the run started (%s)", g.err), nil
+		}
+		return nil, "the run started before this kernel was prepared for reads beside a run", nil
+	}
 	if st.sub == nil && st.none == "" && st.creating == nil {
 		if !k.HasSubshells() {
 			impl := k.Implementation()
-			if impl == "" {
-				impl = "its kernel_info lists no \"kernel subshells\""
+			switch {
+			case impl == "":
+				st.none = "this kernel has no subshells (its kernel_info lists no \"kernel subshells\")"
+			case strings.HasPrefix(impl, "ipython"):
+				st.none = fmt.Sprintf("this kernel has no subshells: an ipykernel older than 7 (%s)", strings.Replace(impl, "ipython", "IPython", 1))
+			default:
+				st.none = fmt.Sprintf("this kernel has no subshells (%s)", impl)
 			}
-			st.none = fmt.Sprintf("this kernel has no subshells (%s; ipykernel 7 has them)", impl)
 		} else {
 			ss.createSubshell(st)
 		}
@@ -129,36 +173,54 @@ func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
 		default:
 			// Through a gateway, the request may have been dropped. The
 			// read waits for the run; should the answer come after all,
-			// later reads go beside.
+			// later reads go beside, and a later run tries again.
+			st.retry, st.noneRun = true, r
 			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer through the gateway within %v (it may not pass subshell messages on, or the run holds the GIL)", subshellCreateWait)
 		}
 	}
 	if st.sub == nil {
 		return nil, st.none, nil
 	}
-	return &Beside{ss: ss, st: st, run: r}, "", nil
+	return &Beside{ss: ss, st: st, sub: st.sub, run: r}, "", nil
 }
 
 // createSubshell sends create_subshell_request for st, called with subMu
-// held. The answer is waited for on a goroutine of its own, at most
-// QueryTimeout or until the kernel process ends: a stalled kernel answers
-// late, and a late answer still gives the session its subshell.
+// held. The answer is waited for on a goroutine of its own until it comes
+// or the kernel process ends: a kernel stalled by the run answers late, and
+// a late answer still gives the session its subshell. Only through a
+// gateway, which may drop the request, is the wait bounded (QueryTimeout).
 func (ss *Session) createSubshell(st *subshellState) {
 	done := make(chan struct{})
 	st.creating = done
 	go func() {
 		defer close(done)
-		ctx, cancel := context.WithTimeout(context.Background(), QueryTimeout)
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if st.k.GatewayURL() != "" {
+			ctx, cancel = context.WithTimeout(ctx, QueryTimeout)
+		}
 		defer cancel()
 		sub, err := st.k.CreateSubshell(ctx)
 		ss.subMu.Lock()
-		defer ss.subMu.Unlock()
 		st.creating = nil
+		if err == nil && st.dropped {
+			ss.subMu.Unlock()
+			// The session forgot st while the kernel was being closed.
+			// One this server attached to lives on, and so would the
+			// subshell.
+			if st.k.Attached() {
+				dctx, dcancel := context.WithTimeout(context.Background(), subshellCreateWait)
+				_ = st.k.DeleteSubshell(dctx, sub)
+				dcancel()
+			}
+			return
+		}
+		defer ss.subMu.Unlock()
 		switch {
 		case err == nil:
 			st.sub, st.none = sub, ""
 		case errors.Is(err, context.DeadlineExceeded):
-			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer in %v", QueryTimeout)
+			st.retry, st.noneRun = true, nil
+			st.none = fmt.Sprintf("the kernel advertises subshells, but create_subshell_request got no answer through the gateway in %v", QueryTimeout)
 		default:
 			st.none = fmt.Sprintf("the kernel could not create a subshell (%v)", err)
 		}
@@ -168,7 +230,8 @@ func (ss *Session) createSubshell(st *subshellState) {
 // ReadBeside is for a read (get_value, list_variables) that may go beside
 // the run in progress. It waits for the caller's place; then, when a run
 // executes, nothing else waits for the session, and the kernel has
-// subshells, it gives the place up and returns b. Otherwise b is nil and
+// subshells, it returns b, which holds the place until the kernel has
+// taken the read up or the read is over (b.Release). Otherwise b is nil and
 // the place is kept for the caller's WaitTurn; waited says why the read
 // waits, when that is behind a run.
 func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *Beside, waited string, err error) {
@@ -187,11 +250,17 @@ func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *B
 	why := "calls sent before it were queued behind the run"
 	if ss.queueLen() == 1 {
 		b, why, err = ss.Beside(ctx)
-		if err != nil || b != nil {
+		if b != nil {
+			// The read gives the place up once it has the subshell, so
+			// that nothing sent after it goes first.
+			b.place = place
+			return b, "", nil
+		}
+		if err != nil {
 			if place != nil {
 				place.Done()
 			}
-			return b, "", err
+			return nil, "", err
 		}
 	}
 	if why == "" {
@@ -209,12 +278,13 @@ func (errStalled) Error() string { return "stalled" }
 
 // do runs f, which sends one request to the subshell, within
 // SubshellReadWait. f runs on a goroutine of its own that outlives the
-// call when the kernel is slow: it ends when the kernel answers, the
-// kernel process ends, or after QueryTimeout; until then it holds the
-// subshell, and later reads give up rather than queue behind it.
+// call when the kernel is slow: it ends when the kernel answers or the
+// kernel process ends; until then it holds the subshell (the kernel still
+// holds the request), and later reads give up rather than queue behind it.
 func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started func()) error) error {
 	t := time.NewTimer(SubshellReadWait)
 	defer t.Stop()
+	defer b.Release()
 	select {
 	case b.st.slot <- struct{}{}:
 	case <-t.C:
@@ -226,9 +296,10 @@ func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started fun
 	var running atomic.Bool
 	go func() {
 		defer func() { <-b.st.slot }()
-		c, cancel := context.WithTimeout(context.Background(), QueryTimeout)
-		defer cancel()
-		done <- f(c, func() { running.Store(true) })
+		done <- f(context.Background(), func() {
+			running.Store(true)
+			b.Release() // the kernel has the read
+		})
 	}()
 	select {
 	case err := <-done:
@@ -240,12 +311,62 @@ func (b *Beside) do(ctx context.Context, f func(ctx context.Context, started fun
 	}
 }
 
+// errGone is a read whose subshell the kernel no longer has: the kernel
+// was restarted by whoever owns it, or another client deleted the subshell.
+var errGone = errors.New("subshell gone")
+
+// subshellListWait bounds the list_subshell_request that tells apart why
+// the kernel did not take a read up: the control channel answers it unless
+// the run holds the GIL.
+const subshellListWait = time.Second
+
+// forget drops the session's subshell when the kernel no longer has it, so
+// that the next read makes a new one.
+func (b *Beside) forget() {
+	b.ss.subMu.Lock()
+	if b.st.sub == b.sub {
+		b.st.sub = nil
+	}
+	b.ss.subMu.Unlock()
+}
+
+// gone reports whether err, or, for a read the kernel did not take up, the
+// kernel's list of subshells, says that the session's subshell is gone;
+// listed is set when the kernel answered that list.
+func (b *Beside) gone(err error) (gone, listed bool) {
+	var ee *kernel.ExecError
+	if errors.Is(err, errGone) || (errors.As(err, &ee) && ee.EName == "UnknownSubshellError") {
+		return true, false
+	}
+	var st errStalled
+	if !errors.As(err, &st) || st.running {
+		return false, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), subshellListWait)
+	defer cancel()
+	ids, lerr := b.st.k.ListSubshells(ctx)
+	if lerr != nil {
+		return false, false
+	}
+	return !slices.Contains(ids, b.sub.ID()), true
+}
+
 // fail says what went wrong with a read beside the run.
 func (b *Beside) fail(err error) error {
 	var st errStalled
+	gone, listed := b.gone(err)
 	switch {
+	case gone:
+		b.forget()
+		return fmt.Errorf("session %q: the kernel no longer has the session's subshell (whoever owns the kernel restarted it, or another client deleted the subshell); nothing was read. Try the read again: it makes a new one", b.ss.id)
+	case errors.As(err, &st) && !st.running && listed:
+		what := "did not take the read up"
+		if st.queued {
+			what = "is still busy with an earlier read"
+		}
+		return fmt.Errorf("session %q: the session's subshell %s after %v, while the kernel still answers on its control channel (the run does not hold the GIL; an earlier read may be slow, or the machine loaded); nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", b.ss.id, what, SubshellReadWait)
 	case errors.As(err, &st) && st.running:
-		return fmt.Errorf("session %q: the read is still running after %v beside run %s (the expression itself is slow); it goes on in the kernel, and nothing was interrupted. Later reads wait for it or give up; call wait_run, and read once the run has ended", b.ss.id, SubshellReadWait, b.run.id)
+		return fmt.Errorf("session %q: the read is still running after %v beside run %s (the expression itself is slow); the bound is on this wait, and the read goes on in the kernel. Nothing was interrupted, and interrupt_session would not stop the read (it runs beside the run, not on the main thread); reset_session does. Later reads wait for it or give up; call wait_run, and read once the run has ended", b.ss.id, SubshellReadWait, b.run.id)
 	case errors.As(err, &st):
 		what := "did not answer within " + SubshellReadWait.String()
 		if st.queued {
@@ -284,7 +405,7 @@ func (b *Beside) execute(ctx context.Context, expr string) (*kernel.ExecuteResul
 	var res *kernel.ExecuteResult
 	err := b.do(ctx, func(c context.Context, started func()) error {
 		r, err := b.st.k.Execute(c, guardCode, kernel.ExecuteOptions{
-			Silent: true, NoStoreHistory: true, Subshell: b.st.sub, OnInput: noInput, OnBusy: started,
+			Silent: true, NoStoreHistory: true, Subshell: b.sub, OnInput: noInput, OnBusy: started,
 			UserExpressions: map[string]string{"km": expr},
 			MaxOutputs:      100, MaxStreamBytes: 64 << 10,
 		})
@@ -343,8 +464,11 @@ func (b *Beside) Probe(ctx context.Context, src string) (string, error) {
 // Complete asks the subshell for completions.
 func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*kernel.CompleteReply, error) {
 	var r *kernel.CompleteReply
-	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
-		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.st.sub))
+	err := b.do(ctx, func(c context.Context, started func()) (err error) {
+		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.sub), kernel.OnBusy(started))
+		if err == nil && r.Status == "error" {
+			err = b.errorReply()
+		}
 		return err
 	})
 	if err != nil {
@@ -353,11 +477,26 @@ func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*ker
 	return r, nil
 }
 
+// errorReply is the error of a complete or inspect reply with status
+// "error" on the subshell: errGone when the kernel no longer lists the
+// subshell (ipykernel answers UnknownSubshellError then).
+func (b *Beside) errorReply() error {
+	ctx, cancel := context.WithTimeout(context.Background(), subshellListWait)
+	defer cancel()
+	if ids, err := b.st.k.ListSubshells(ctx); err == nil && !slices.Contains(ids, b.sub.ID()) {
+		return errGone
+	}
+	return errors.New("the kernel answered with an error")
+}
+
 // Inspect asks the subshell for the kernel's help on a name.
 func (b *Beside) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*kernel.InspectReply, error) {
 	var r *kernel.InspectReply
-	err := b.do(ctx, func(c context.Context, _ func()) (err error) {
-		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.st.sub))
+	err := b.do(ctx, func(c context.Context, started func()) (err error) {
+		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.sub), kernel.OnBusy(started))
+		if err == nil && r.Status == "error" {
+			err = b.errorReply()
+		}
 		return err
 	})
 	if err != nil {
@@ -375,16 +514,75 @@ func (ss *Session) dropSubshell(k *kernel.Kernel) {
 	ss.subMu.Lock()
 	st := ss.sub
 	ss.sub = nil
+	var sub *kernel.Subshell
+	if st != nil {
+		st.dropped = true
+		sub = st.sub
+	}
 	ss.subMu.Unlock()
-	if st == nil || st.sub == nil || st.k != k || !k.Attached() {
+	if sub == nil || st.k != k || !k.Attached() {
 		return
 	}
 	select {
 	case st.slot <- struct{}{}:
 		ctx, cancel := context.WithTimeout(context.Background(), subshellCreateWait)
-		_ = k.DeleteSubshell(ctx, st.sub)
+		_ = k.DeleteSubshell(ctx, sub)
 		cancel()
 		<-st.slot
 	default:
 	}
+}
+
+// parentGuard is the kernel process (and session generation) on whose main
+// shell py/subshell_parent.py ran, or why it could not.
+type parentGuard struct {
+	k   *kernel.Kernel
+	gen int
+	err string
+}
+
+// parentGuardCode installs py/subshell_parent.py, in a dict of its own.
+var parentGuardCode = "exec(compile(" + PyString(subshellParent) + `, "<kernel-mcp>", "exec"), {})`
+
+// guardParent readies a kernel with subshells for reads beside the run
+// about to start, once per kernel process: it runs py/subshell_parent.py
+// on the main shell, which is idle, before the run and so before any read
+// beside it. A read on a subshell then leaves the kernel-wide parent of
+// output and input to the run, and the output of the run's threads and of
+// its subprocesses stays the run's. Reads go beside a run only once this
+// has succeeded.
+func (ss *Session) guardParent(ctx context.Context, k *kernel.Kernel, gen int) {
+	if !k.HasSubshells() {
+		return
+	}
+	ss.subMu.Lock()
+	done := ss.parent.k == k && ss.parent.gen == gen && ss.parent.err == ""
+	ss.subMu.Unlock()
+	if done {
+		return
+	}
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := k.Execute(c, parentGuardCode, kernel.ExecuteOptions{
+		Silent: true, NoStoreHistory: true, MaxOutputs: 10, MaxStreamBytes: 4 << 10,
+		UserExpressions: map[string]string{"ok": "get_ipython().kernel.set_parent._km_guard"},
+	})
+	why := ""
+	if err != nil {
+		why = err.Error()
+	} else {
+		var ue struct {
+			Status string `json:"status"`
+			EName  string `json:"ename"`
+			EValue string `json:"evalue"`
+		}
+		if jerr := json.Unmarshal(res.UserExpressions["ok"], &ue); jerr != nil {
+			why = "bad reply: " + jerr.Error()
+		} else if ue.Status != "ok" {
+			why = ue.EName + ": " + history.PlainText(ue.EValue)
+		}
+	}
+	ss.subMu.Lock()
+	ss.parent = parentGuard{k: k, gen: gen, err: why}
+	ss.subMu.Unlock()
 }

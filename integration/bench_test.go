@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -170,4 +171,73 @@ func BenchmarkGetValueDuringRun(b *testing.B) {
 	b.ReportMetric(float64(during.Microseconds())/1000, "ms/median-during-run")
 	b.ReportMetric(float64(idle.Microseconds())/1000, "ms/median-idle")
 	b.ReportMetric(float64(during)/float64(idle), "ratio")
+}
+
+// BenchmarkGetValueDuringCPURun: get_value beside a run that keeps the GIL
+// busy in Python (a counting loop, as a model fit in pure Python would),
+// and the run's own speed with and without those reads: its loop rate
+// while b.N reads go on, against the same loop alone for 2 s.
+func BenchmarkGetValueDuringCPURun(b *testing.B) {
+	requireKernel(b)
+	cmd := exec.Command(fastBinary(b), "--state-dir", "none")
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	ctx := context.Background()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %v", name, err, res)
+		}
+		return res
+	}
+	dir := b.TempDir()
+	loop := func(stop string) {
+		call("run_code", map[string]any{"background": true, "code": fmt.Sprintf("import os, time\nn = 0\nt0 = time.perf_counter()\nwhile True:\n    for _ in range(10000):\n        n += 1\n    if os.path.exists(%q):\n        break\nrate = n / (time.perf_counter() - t0)", stop)})
+	}
+	end := func(stop string) float64 {
+		if err := os.WriteFile(stop, nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		call("wait_run", map[string]any{})
+		res := call("get_value", map[string]any{"expression": "rate"})
+		sc, _ := res.StructuredContent.(map[string]any)
+		r, err := strconv.ParseFloat(fmt.Sprint(sc["value"]), 64)
+		if err != nil {
+			b.Fatalf("rate: %v", sc)
+		}
+		return r
+	}
+	call("run_code", map[string]any{"code": "n = 0"})
+	b.StopTimer()
+	alone := filepath.Join(dir, "alone")
+	loop(alone)
+	time.Sleep(2 * time.Second) // the loop alone for a while: a rate, not a wait for an event
+	rateAlone := end(alone)
+	beside := filepath.Join(dir, "beside")
+	loop(beside)
+	get := map[string]any{"expression": "n"}
+	for range 5 { // warm up (and create the subshell)
+		call("get_value", get)
+	}
+	b.StartTimer()
+	durations := make([]time.Duration, 0, b.N)
+	for range b.N {
+		t0 := time.Now()
+		res := call("get_value", get)
+		durations = append(durations, time.Since(t0))
+		if sc, _ := res.StructuredContent.(map[string]any); sc["during_run"] == nil {
+			b.Fatalf("a read did not go beside the run: %v", sc)
+		}
+	}
+	b.StopTimer()
+	rateBeside := end(beside)
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "ms/median-during-cpu-run")
+	b.ReportMetric(rateAlone, "loops/s-alone")
+	b.ReportMetric(rateBeside, "loops/s-with-reads")
+	b.ReportMetric(rateBeside/rateAlone, "run-speed-ratio")
 }

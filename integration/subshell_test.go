@@ -227,7 +227,8 @@ func TestSubshellLeavesFiguresAlone(t *testing.T) {
 		t.Fatalf("matplotlib loaded before any plot: %+v", out)
 	}
 	// A session with no matplotlib: the reads must not load it.
-	runID := s.startBackground("f", "import time\ntime.sleep(1.5)")
+	stop0 := filepath.Join(t.TempDir(), "stop")
+	runID := s.startBackground("f", fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.01)", stop0))
 	for _, tool := range []string{"get_value", "list_variables", "session_status"} {
 		args := map[string]any{"session_id": "f"}
 		if tool == "get_value" {
@@ -237,6 +238,9 @@ func TestSubshellLeavesFiguresAlone(t *testing.T) {
 		if rn := structured[readNote](t, res); res.IsError || rn.DuringRun != runID {
 			t.Fatalf("%s: %+v\n%s", tool, rn, text(res))
 		}
+	}
+	if err := os.WriteFile(stop0, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	var texts []string
 	s.waitRunDone("f", runID, &texts)
@@ -289,7 +293,10 @@ func TestSubshellIPyKernel6(t *testing.T) {
 	py := ipytest.IPyKernel6(t)
 	s := startServer(t, "--python", py, "--pool-size", "0")
 	s.run("six", "x = 1")
-	runID := s.startBackground("six", "import time\ntime.sleep(2)\nx = 2")
+	// The read must reach the server while the run goes on, and it waits
+	// for the run's end, so no stop file can end the run after it: the
+	// run lasts far longer than sending one call takes.
+	runID := s.startBackground("six", "import time\ntime.sleep(10)\nx = 2")
 	v, txt := s.getValue("six", "x")
 	if v.DuringRun != "" || intOf(t, v.Value) != 2 {
 		t.Fatalf("read on ipykernel 6: %+v\n%s", v, txt)
@@ -300,10 +307,8 @@ func TestSubshellIPyKernel6(t *testing.T) {
 	}
 }
 
-// TestSubshellGatewayRead: through Jupyter Kernel Gateway, a read during a
-// run goes beside it when the gateway passes subshell messages on, and
-// waits for the run (saying why) when it does not; the value is right
-// either way.
+// TestSubshellGatewayRead: through Jupyter Kernel Gateway, which passes
+// subshell messages on, a read during a run goes beside it.
 func TestSubshellGatewayRead(t *testing.T) {
 	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
 	s := startServer(t, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0")
@@ -312,18 +317,14 @@ func TestSubshellGatewayRead(t *testing.T) {
 	os.Remove(stop)
 	t.Cleanup(func() { os.Remove(stop) })
 	runID := s.startBackground("gw", fmt.Sprintf("import os, time\nfor n in range(1, 600):\n    if os.path.exists(%q):\n        break\n    time.sleep(0.05)", stop))
+	// Kernel Gateway passes subshell messages on (kernel's
+	// TestSubshellGateway): the read goes beside the run.
 	v, txt := s.getValue("gw", "n")
-	switch {
-	case v.DuringRun == runID:
-		// Beside the run: the loop had started and not ended.
-		if n := intOf(t, v.Value); n < 1 || n >= 599 {
-			t.Errorf("read beside the run gave n = %d", n)
-		}
-		t.Logf("Kernel Gateway passes subshell messages on: %s", txt)
-	case strings.HasPrefix(v.ReadNote, "Waited for run "+runID):
-		t.Logf("Kernel Gateway does not pass subshells on; the read waited: %s", v.ReadNote)
-	default:
-		t.Fatalf("read through the gateway: %+v\n%s", v, txt)
+	if v.DuringRun != runID {
+		t.Fatalf("read through Kernel Gateway did not go beside the run: %+v\n%s", v, txt)
+	}
+	if n := intOf(t, v.Value); n < 1 || n >= 599 {
+		t.Errorf("read beside the run gave n = %d", n)
 	}
 	if err := os.WriteFile(stop, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -416,11 +417,15 @@ func TestSubshellCleanup(t *testing.T) {
 		t.Fatalf("subshells before any read: %d", n)
 	}
 	for round := range 2 {
-		runID := s.startBackground("c", "import time\ntime.sleep(1)")
+		stop := filepath.Join(t.TempDir(), "stop")
+		runID := s.startBackground("c", fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.01)", stop))
 		for range 3 {
 			if v, txt := s.getValue("c", "1"); v.DuringRun != runID {
 				t.Fatalf("round %d: %+v\n%s", round, v, txt)
 			}
+		}
+		if err := os.WriteFile(stop, nil, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		var texts []string
 		s.waitRunDone("c", runID, &texts)
@@ -433,5 +438,152 @@ func TestSubshellCleanup(t *testing.T) {
 		if n := s.subshellCount("c"); n != 0 {
 			t.Fatalf("round %d: %d subshells after reset_session", round, n)
 		}
+	}
+}
+
+// TestSubshellRunThreadOutput: reads beside a run leave it the output of
+// the threads it starts and of its subprocesses (os.system writes to the
+// process's file descriptor, which ipykernel's watcher thread forwards):
+// the run's stdout is complete, and session_status's probe beside it
+// still reads its own output alone.
+func TestSubshellRunThreadOutput(t *testing.T) {
+	s := startServer(t, "--output-limit", "1000000")
+	dir := t.TempDir()
+	half, stop := filepath.Join(dir, "half"), filepath.Join(dir, "stop")
+	runID := s.startBackground("th", fmt.Sprintf(`import os, threading, time
+ticks = 0
+def tick():
+    global ticks
+    while not os.path.exists(%[2]q):
+        print("thread", ticks, flush=True)
+        ticks += 1
+        time.sleep(0.005)
+    print("thread end", flush=True)
+t = threading.Thread(target=tick)
+t.start()
+while not os.path.exists(%[1]q):
+    time.sleep(0.005)
+os.system("echo fd-level")
+fd_done = True
+t.join()
+print("main end", flush=True)`, half, stop))
+	read := func(expr string) valueRead {
+		v, txt := s.getValue("th", expr)
+		if v.DuringRun != runID {
+			t.Fatalf("get_value(%s) not beside the run: %+v\n%s", expr, v, txt)
+		}
+		return v
+	}
+	status := func() {
+		res := s.call("session_status", map[string]any{"session_id": "th"})
+		if rn := structured[readNote](t, res); res.IsError || rn.DuringRun != runID || !strings.Contains(text(res), "Interpreter:") {
+			t.Fatalf("session_status beside the run: %+v\n%s", rn, text(res))
+		}
+	}
+	for range 20 {
+		read("ticks")
+		status()
+	}
+	if err := os.WriteFile(half, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); read("globals().get('fd_done', False)").Value != true; {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not reach os.system in 60 s")
+		}
+		status()
+	}
+	n := intOf(t, read("ticks").Value)
+	for range 5 {
+		status()
+	}
+	for deadline := time.Now().Add(60 * time.Second); intOf(t, read("ticks").Value) < n+5; {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's thread stopped ticking")
+		}
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	_, fin := s.waitRunDone("th", runID, &texts)
+	if fin.Status != "ok" {
+		t.Fatalf("run: %+v", fin)
+	}
+	var thread []string
+	other := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSuffix(fin.Stdout, "\n"), "\n") {
+		if strings.HasPrefix(l, "thread ") && l != "thread end" {
+			thread = append(thread, l)
+		} else {
+			other[l] = true
+		}
+	}
+	for j, l := range thread {
+		if l != "thread "+strconv.Itoa(j) {
+			t.Fatalf("the thread's line %d is %q: output lost to a read\n%s", j, l, fin.Stdout)
+		}
+	}
+	if len(thread) <= n+5 {
+		t.Errorf("the run's stdout has %d lines from its thread, but a read saw %d ticks", len(thread), n+5)
+	}
+	for _, l := range []string{"started", "fd-level", "thread end", "main end"} {
+		if !other[l] {
+			t.Errorf("the run's stdout lacks %q:\n%s", l, fin.Stdout)
+		}
+	}
+}
+
+// TestSubshellGone: when the kernel no longer has the session's subshell
+// (whoever owns the kernel deleted it), a read says so, and the next read
+// makes a new one and goes beside the run.
+func TestSubshellGone(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	background := func(name string) (string, string) {
+		stop := filepath.Join(dir, name)
+		return s.startBackground("x", fmt.Sprintf("import os, time\nwhile not os.path.exists(%q):\n    time.sleep(0.01)", stop)), stop
+	}
+	end := func(runID, stop string) {
+		t.Helper()
+		if err := os.WriteFile(stop, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		if _, fin := s.waitRunDone("x", runID, &texts); fin.Status != "ok" {
+			t.Fatalf("run: %+v", fin)
+		}
+	}
+	runID, stop := background("1")
+	if v, txt := s.getValue("x", "1"); v.DuringRun != runID {
+		t.Fatalf("first read: %+v\n%s", v, txt)
+	}
+	end(runID, stop)
+	// Delete it the way delete_subshell_request does, on ipykernel's
+	// shell channel thread.
+	_, out := s.run("x", `import threading
+_k = get_ipython().kernel
+_m = _k.shell_channel_thread.manager
+_gone = threading.Event()
+def _drop():
+    for i in _m.list_subshell():
+        _m._delete_subshell(i)
+    _gone.set()
+_k.shell_channel_thread.io_loop.add_callback(_drop)
+_gone.wait(30) and len(_m.list_subshell())`)
+	if out.Status != "ok" || out.Result != "0" {
+		t.Fatalf("deleting the subshell: %+v", out)
+	}
+	runID, stop = background("2")
+	res := s.call("get_value", map[string]any{"session_id": "x", "expression": "1"})
+	if !res.IsError || !strings.Contains(text(res), "no longer has the session's subshell") {
+		t.Fatalf("read on the deleted subshell: %s", text(res))
+	}
+	if v, txt := s.getValue("x", "2"); v.DuringRun != runID || intOf(t, v.Value) != 2 {
+		t.Fatalf("read after: %+v\n%s", v, txt)
+	}
+	end(runID, stop)
+	if n := s.subshellCount("x"); n != 1 {
+		t.Errorf("%d subshells, want 1", n)
 	}
 }

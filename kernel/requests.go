@@ -15,7 +15,12 @@ import (
 // its content into out. sub, when set, addresses a shell request to that
 // subshell.
 func (k *Kernel) request(ctx context.Context, g *generation, ch Channel, msgType string, content any, replyType string, out any, sub *Subshell) error {
-	sid, err := onSubshell(g, sub)
+	return k.requestWith(ctx, g, ch, msgType, content, replyType, out, requestOptions{sub: sub})
+}
+
+// requestWith is request with the options of a RequestOption.
+func (k *Kernel) requestWith(ctx context.Context, g *generation, ch Channel, msgType string, content any, replyType string, out any, o requestOptions) error {
+	sid, err := onSubshell(g, o.sub)
 	if err != nil {
 		return err
 	}
@@ -33,6 +38,13 @@ func (k *Kernel) request(ctx context.Context, g *generation, ch Channel, msgType
 		select {
 		case <-box.notify:
 			for _, r := range box.take() {
+				if o.onBusy != nil && r.Channel == IOPub && r.Msg.Header.MsgType == "status" {
+					var st iopubContent
+					if json.Unmarshal(r.Msg.Content, &st) == nil && st.ExecutionState == "busy" {
+						o.onBusy()
+						o.onBusy = nil
+					}
+				}
 				if r.Channel == ch && r.Msg.Header.MsgType == replyType {
 					if out == nil {
 						return nil
@@ -67,11 +79,18 @@ func (k *Kernel) KernelInfo(ctx context.Context) (*KernelInfo, error) {
 // RequestOption tunes one shell request (Complete, Inspect).
 type RequestOption func(*requestOptions)
 
-type requestOptions struct{ sub *Subshell }
+type requestOptions struct {
+	sub    *Subshell
+	onBusy func()
+}
 
 // OnSubshell sends the request to subshell s, where it does not wait behind
 // the main shell's execution.
 func OnSubshell(s *Subshell) RequestOption { return func(o *requestOptions) { o.sub = s } }
+
+// OnBusy calls f once when the kernel takes the request up (its busy
+// status for it).
+func OnBusy(f func()) RequestOption { return func(o *requestOptions) { o.onBusy = f } }
 
 func requestOpts(opts []RequestOption) requestOptions {
 	var o requestOptions
@@ -92,7 +111,7 @@ func (k *Kernel) Complete(ctx context.Context, code string, cursorPos int, opts 
 		cursorPos = len([]rune(code))
 	}
 	var r CompleteReply
-	err = k.request(ctx, g, Shell, "complete_request", map[string]any{"code": code, "cursor_pos": cursorPos}, "complete_reply", &r, requestOpts(opts).sub)
+	err = k.requestWith(ctx, g, Shell, "complete_request", map[string]any{"code": code, "cursor_pos": cursorPos}, "complete_reply", &r, requestOpts(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +129,7 @@ func (k *Kernel) Inspect(ctx context.Context, code string, cursorPos, detailLeve
 		cursorPos = len([]rune(code))
 	}
 	var r InspectReply
-	err = k.request(ctx, g, Shell, "inspect_request", map[string]any{"code": code, "cursor_pos": cursorPos, "detail_level": detailLevel}, "inspect_reply", &r, requestOpts(opts).sub)
+	err = k.requestWith(ctx, g, Shell, "inspect_request", map[string]any{"code": code, "cursor_pos": cursorPos, "detail_level": detailLevel}, "inspect_reply", &r, requestOpts(opts))
 	if err != nil {
 		return nil, err
 	}

@@ -50,9 +50,13 @@ func (r *router) run(c Conn) {
 
 // controlRequests are the requests sent on control: the kernel handles them
 // on a thread of their own, beside whatever the main shell runs.
+// jupyter-resource-usage sends usage_request there every few seconds to a
+// kernel JupyterLab also uses. Shell message types a client sends on
+// control (ipykernel accepts them all there) cannot be told from the same
+// types on the shell by their status, and still count.
 var controlRequests = map[string]bool{
 	"create_subshell_request": true, "list_subshell_request": true, "delete_subshell_request": true,
-	"interrupt_request": true, "shutdown_request": true, "debug_request": true,
+	"interrupt_request": true, "shutdown_request": true, "debug_request": true, "usage_request": true,
 }
 
 // register starts collecting the replies to msgID. Call it before sending

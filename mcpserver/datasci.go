@@ -294,6 +294,7 @@ func (s *Server) readQuery(ctx context.Context, req *mcp.CallToolRequest, ss *en
 		return nil, RunNote{}, err
 	}
 	if b != nil {
+		defer b.Release()
 		raw, err := b.Query(ctx, src, args)
 		return raw, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}, err
 	}
@@ -508,6 +509,10 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 		r, err = k.Complete(qctx, in.Code, pos)
 	}
 	if err != nil {
+		if b != nil {
+			// The error says it was beside the run; the note is for values.
+			return errResult[CompleteOutput]("complete: %v", err)
+		}
 		return errResult[CompleteOutput]("complete: %v", rn.prefix(err.Error()))
 	}
 	out := CompleteOutput{Matches: r.Matches, CursorStart: r.CursorStart, CursorEnd: r.CursorEnd, RunNote: rn}
@@ -547,6 +552,9 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 		r, err = k.Inspect(qctx, in.Code, pos, in.DetailLevel)
 	}
 	if err != nil {
+		if b != nil {
+			return errResult[InspectOutput]("inspect: %v", err)
+		}
 		return errResult[InspectOutput]("inspect: %v", rn.prefix(err.Error()))
 	}
 	out := InspectOutput{Found: r.Found, RunNote: rn}
