@@ -19,7 +19,10 @@ import (
 // in the caller's turn (place). A session that exists is an error, unless
 // a delete queued before this call is about to remove it: Create then
 // waits for it. When the kernel cannot start, the session is gone again.
+// When it has not started within MaxWait, Create returns the session and a
+// *StillStarting error.
 func (s *Engine) Create(ctx context.Context, id string, choice Choice, place Place) (*Session, error) {
+	begun := time.Now()
 	if err := checkSessionID(id); err != nil {
 		return nil, err
 	}
@@ -85,23 +88,57 @@ func (s *Engine) Create(ctx context.Context, id string, choice Choice, place Pla
 		}
 	}
 
+	forget := func() {
+		s.mu.Lock()
+		s.unregister(ss)
+		s.mu.Unlock()
+		s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
+	}
 	release, err := s.WaitTurn(ctx, ss, place)
 	if err != nil {
-		s.mu.Lock()
-		s.unregister(ss)
-		s.mu.Unlock()
-		s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
+		forget()
 		return nil, err
 	}
-	defer release()
-	if _, _, err := ss.Kernel(ctx); err != nil {
-		s.mu.Lock()
-		s.unregister(ss)
-		s.mu.Unlock()
-		s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
-		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", id, err)
+	// A kernel that starts slowly must not hold the call past MaxWait, as
+	// Reset's does not: the start goes on in the session's turn (on the
+	// engine's context, so it ends with the server), and the next call on
+	// the session waits for it.
+	done := make(chan error, 1)
+	go func() {
+		defer release()
+		_, _, err := ss.Kernel(s.ctx)
+		if err != nil {
+			forget()
+		}
+		done <- err
+	}()
+	t := time.NewTimer(max(s.cfg.MaxWait-time.Since(begun), time.Second))
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("session %q: cannot start a kernel: %v", id, err)
+		}
+		return ss, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("cancelled; session %q goes on starting its kernel", id)
+	case <-t.C:
+		return ss, &StillStarting{Session: id, Waited: time.Since(begun)}
 	}
-	return ss, nil
+}
+
+// StillStarting is Create's answer when the session's kernel did not start
+// within MaxWait: the session exists, its kernel goes on starting, and the
+// next call on the session waits for it (and, if the start fails, finds the
+// session gone).
+type StillStarting struct {
+	Session string
+	Waited  time.Duration
+}
+
+func (e *StillStarting) Error() string {
+	return fmt.Sprintf("session %q was created, and its kernel is still starting after %v; the start goes on, and the next call on the session waits for it (if the kernel cannot start, the session is gone, and that call says its create_session failed)",
+		e.Session, e.Waited.Round(100*time.Millisecond))
 }
 
 // Delete takes its turn in the session's queue (runs queued before it

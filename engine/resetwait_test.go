@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +56,63 @@ func TestResetAnswersWithinMaxWait(t *testing.T) {
 	// The history was cleared by the second reset: only the run after it.
 	if n := ss.HistoryLen(); n != 1 {
 		t.Fatalf("history after reset_session and one run: %d entries, want 1", n)
+	}
+}
+
+// A create_session whose kernel is slow to start answers within MaxWait
+// with the session and StillStarting; the next run waits for the start and
+// runs in that kernel. Before, the call was held for the whole start (up to
+// the 60 s start timeout).
+func TestCreateAnswersWithinMaxWait(t *testing.T) {
+	ipytest.Require(t)
+	slow := filepath.Join(t.TempDir(), "python-slow")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 3\nexec python3 \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEngine(t, Config{PoolSize: 0, Python: slow, MaxWait: time.Second, StartTimeout: 2 * time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ss, err := e.Create(ctx, "slow", Choice{}, nil)
+	var starting *StillStarting
+	if !errors.As(err, &starting) || ss == nil || starting.Session != "slow" {
+		t.Fatalf("create with a kernel that starts in 3 s and a max wait of 1 s: session %v, error %v", ss, err)
+	}
+	if !strings.Contains(err.Error(), "still starting") || !strings.Contains(err.Error(), "the next call on the session waits for it") {
+		t.Fatalf("the create's message: %v", err)
+	}
+	if b := runCode(t, e, ss, "1 + 1"); b.Status != "ok" {
+		t.Fatalf("the run after the create: %s", b.Status)
+	}
+	if ss.Describe().Pid == 0 {
+		t.Fatal("no kernel after the first run")
+	}
+	// A kernel that cannot start: the session is gone, and the next call
+	// says its create_session failed.
+	bad := filepath.Join(t.TempDir(), "python-bad")
+	if err := os.WriteFile(bad, []byte("#!/bin/sh\nsleep 2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ss2, err := e.Create(ctx, "bad", Choice{Python: bad}, nil)
+	if !errors.As(err, &starting) {
+		if err == nil || !strings.Contains(err.Error(), "cannot start a kernel") {
+			t.Fatalf("create with an interpreter that exits: %v", err)
+		}
+		return // the start failed within the max wait: nothing more to see
+	}
+	// WaitTurn gives up after MaxWait (1 s) while the start goes on: ask
+	// again until the start has ended.
+	for {
+		release, err := e.WaitTurn(ctx, ss2, nil)
+		if err == nil {
+			release()
+			t.Fatal("the session of a failed start took a call")
+		}
+		if strings.Contains(err.Error(), "stayed busy") && ctx.Err() == nil {
+			continue
+		}
+		if !strings.Contains(err.Error(), "create_session failed") {
+			t.Fatalf("the call after a failed start: %v", err)
+		}
+		return
 	}
 }

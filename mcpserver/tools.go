@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -274,6 +275,9 @@ func runHandoff(ss *engine.Session) func(v engine.RunView, output string) RunOut
 func (s *Server) createSession(ctx context.Context, req *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, engine.SessionInfo, error) {
 	id := sessionOr(in.SessionID)
 	ss, err := s.eng.Create(ctx, id, engine.Choice{Kernel: in.Kernel, Python: in.Python, Cwd: in.Cwd, KernelID: in.KernelID, ConnectionFile: in.ConnectionFile}, s.placeOf(id, req.Params.Meta))
+	if starting := (*engine.StillStarting)(nil); errors.As(err, &starting) {
+		return textResult(starting.Error() + "."), ss.Describe(), nil
+	}
 	if err != nil {
 		return errResult[engine.SessionInfo]("%v", err)
 	}
