@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -101,6 +102,10 @@ type Session struct {
 	subMu  sync.Mutex
 	sub    *subshellState
 	parent parentGuard
+	// answers counts the questions of the session's runs answered, over
+	// all its kernels (Run.Answer): a read beside a run waits until the
+	// kernel has taken them (parentGuard, py/subshell_guard.py).
+	answers atomic.Int64
 }
 
 // KernelInfo is what a session knows of its kernel once started.

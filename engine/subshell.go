@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -395,8 +396,26 @@ func noInput(context.Context, kernel.InputRequest) (string, error) {
 }
 
 // guardCode is the cell of every read on the subshell (py/subshell_guard.py,
-// in a dict of its own).
-var guardCode = "exec(compile(" + PyString(subshellGuard) + `, "<kernel-mcp>", "exec"), {})`
+// in a dict of its own). The read first waits in the kernel, at most 3 s,
+// until the kernel's count of input() calls that returned reaches
+// answered: the code has then taken every answer sent before the read.
+func guardCode(answered int64) string {
+	return "exec(compile(" + PyString(subshellGuard) + `, "<kernel-mcp>", "exec"), {"_km_answers": ` + strconv.FormatInt(answered, 10) + `})`
+}
+
+// answered is the count of the kernel's returned input() calls (as
+// py/subshell_parent.py counts them) that every answer given so far makes:
+// the count when the guard went in, plus the answers since. It is 0 when
+// the kernel keeps no count (nothing to wait for).
+func (b *Beside) answered() int64 {
+	b.ss.subMu.Lock()
+	g := b.ss.parent
+	b.ss.subMu.Unlock()
+	if g.k != b.st.k || g.gen != b.st.gen || g.inputs < 0 {
+		return 0
+	}
+	return g.inputs + b.ss.answers.Load() - g.answers
+}
 
 // execute runs expr on the subshell, as the user_expression of a silent
 // cell (no execution count, no history) that keeps IPython's hooks off the
@@ -404,7 +423,7 @@ var guardCode = "exec(compile(" + PyString(subshellGuard) + `, "<kernel-mcp>", "
 func (b *Beside) execute(ctx context.Context, expr string) (*kernel.ExecuteResult, error) {
 	var res *kernel.ExecuteResult
 	err := b.do(ctx, func(c context.Context, started func()) error {
-		r, err := b.st.k.Execute(c, guardCode, kernel.ExecuteOptions{
+		r, err := b.st.k.Execute(c, guardCode(b.answered()), kernel.ExecuteOptions{
 			Silent: true, NoStoreHistory: true, Subshell: b.sub, OnInput: noInput, OnBusy: started,
 			UserExpressions: map[string]string{"km": expr},
 			MaxOutputs:      100, MaxStreamBytes: 64 << 10,
@@ -539,6 +558,10 @@ type parentGuard struct {
 	k   *kernel.Kernel
 	gen int
 	err string
+	// inputs is the kernel's count of returned input() calls when the
+	// guard went in (-1 when it keeps none), answers the session's count
+	// of answers then.
+	inputs, answers int64
 }
 
 // parentGuardCode installs py/subshell_parent.py, in a dict of its own.
@@ -565,9 +588,10 @@ func (ss *Session) guardParent(ctx context.Context, k *kernel.Kernel, gen int) {
 	defer cancel()
 	res, err := k.Execute(c, parentGuardCode, kernel.ExecuteOptions{
 		Silent: true, NoStoreHistory: true, MaxOutputs: 10, MaxStreamBytes: 4 << 10,
-		UserExpressions: map[string]string{"ok": "get_ipython().kernel.set_parent._km_guard"},
+		UserExpressions: map[string]string{"ok": "get_ipython().kernel.set_parent._km_guard", "inputs": "get_ipython().kernel._km_inputs_done"},
 	})
-	why := ""
+	answers := ss.answers.Load()
+	why, inputs := "", int64(-1)
 	if err != nil {
 		why = err.Error()
 	} else {
@@ -581,8 +605,28 @@ func (ss *Session) guardParent(ctx context.Context, k *kernel.Kernel, gen int) {
 		} else if ue.Status != "ok" {
 			why = ue.EName + ": " + history.PlainText(ue.EValue)
 		}
+		inputs = inputCount(res.UserExpressions["inputs"])
 	}
 	ss.subMu.Lock()
-	ss.parent = parentGuard{k: k, gen: gen, err: why}
+	ss.parent = parentGuard{k: k, gen: gen, err: why, inputs: inputs, answers: answers}
 	ss.subMu.Unlock()
+}
+
+// inputCount reads the user_expression of the kernel's count of returned
+// input() calls: -1 when it has none.
+func inputCount(raw json.RawMessage) int64 {
+	var ue struct {
+		Status string `json:"status"`
+		Data   struct {
+			Plain string `json:"text/plain"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(raw, &ue) != nil || ue.Status != "ok" {
+		return -1
+	}
+	n, err := strconv.ParseInt(ue.Data.Plain, 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }

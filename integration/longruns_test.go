@@ -599,7 +599,9 @@ func TestQueuedBehindInput(t *testing.T) {
 
 // A get_value sent right after send_input, in one batch, finds the
 // question answered: send_input keeps its place in line until it has
-// answered, so the get_value waits its turn and reads the answer.
+// answered, so the get_value waits its turn; when it goes beside the run
+// still going, it waits in the kernel until input() has returned, and
+// reads the answer either way.
 func TestSendInputThenGetValue(t *testing.T) {
 	t.Parallel()
 	c := startRaw(t, "--state-dir", "none")

@@ -7,6 +7,9 @@
 # thread sends its request with them. A read on a subshell would make them the read's,
 # and the run's output from there would go to the read. On a subshell's thread this
 # sets only the parts of the calling thread; elsewhere set_parent works as before.
+# It also counts the kernel's input() and getpass() calls that have returned
+# (_km_inputs_done): a read sent after an answer waits in the kernel until the code has
+# taken it (py/subshell_guard.py), or it could find the question's name not yet set.
 # It runs in a dict of its own.
 import sys
 import threading
@@ -29,3 +32,16 @@ if not getattr(_k.set_parent, "_km_guard", False) and hasattr(_k, "_shell_parent
 
     _guarded._km_guard = True
     _k.set_parent = _guarded
+
+if not getattr(_k._input_request, "_km_count", False):
+    _input_request = _k._input_request
+    _k._km_inputs_done = getattr(_k, "_km_inputs_done", 0)
+
+    def _counted(*args, _k=_k, _input_request=_input_request, **kwargs):
+        try:
+            return _input_request(*args, **kwargs)
+        finally:
+            _k._km_inputs_done += 1
+
+    _counted._km_count = True
+    _k._input_request = _counted
