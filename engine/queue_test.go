@@ -41,20 +41,7 @@ func TestWaitTurnBehindInput(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	want := `session "ask" waits for input: run r1 called input() with the prompt "Name? "; nothing was done. Answer it with send_input {"session_id": "ask", "run_id": "r1", "text": "..."}, or stop the run with interrupt_session, then try again`
-	queued := make(chan error, 1)
-	go func() {
-		release, err := e.WaitTurn(ctx, ss, nil)
-		if err == nil {
-			release()
-		}
-		queued <- err
-	}()
-	for ss.queueLen() < 2 {
-		if ctx.Err() != nil {
-			t.Fatal("the call never queued")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	queued := queueBehind(ctx, t, e, ss, 2)
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -136,25 +123,7 @@ func TestWaitTurnBehindUserQuestion(t *testing.T) {
 			if got := r2.Await(ctx, 300*time.Millisecond); got != AwaitTimeout || r2.BlockedBy() != "" {
 				t.Errorf("a run queued behind the user's question: await %v, %q", got, r2.BlockedBy())
 			}
-			queued := make(chan error, 1)
-			go func() {
-				release, err := e.WaitTurn(ctx, ss, nil)
-				if err == nil {
-					release()
-				}
-				queued <- err
-			}()
-			for ss.queueLen() < 3 {
-				select {
-				case err := <-queued:
-					t.Fatalf("the call returned before the answer: %v", err)
-				default:
-				}
-				if ctx.Err() != nil {
-					t.Fatal("the call never queued")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			queued := queueBehind(ctx, t, e, ss, 3)
 			if _, ok := r.Answer(0, Reply{Text: "Ada"}); !ok {
 				t.Fatal("the question could not be answered")
 			}
@@ -166,4 +135,32 @@ func TestWaitTurnBehindUserQuestion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queueBehind starts a call waiting for its turn in ss (WaitTurn) and
+// returns once the session's queue holds n jobs, the call's among them; the
+// call's error comes on the channel once it has had its turn. A call that
+// returns before then fails the test.
+func queueBehind(ctx context.Context, t *testing.T, e *Engine, ss *Session, n int) <-chan error {
+	t.Helper()
+	queued := make(chan error, 1)
+	go func() {
+		release, err := e.WaitTurn(ctx, ss, nil)
+		if err == nil {
+			release()
+		}
+		queued <- err
+	}()
+	for ss.queueLen() < n {
+		select {
+		case err := <-queued:
+			t.Fatalf("the call returned before it queued: %v", err)
+		default:
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the call never queued")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return queued
 }

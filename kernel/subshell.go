@@ -43,8 +43,21 @@ func (s *Subshell) ID() string { return s.id }
 // HasSubshells reports whether the current kernel process advertised
 // subshells when it became ready. A restart may change the answer.
 func (k *Kernel) HasSubshells() bool {
+	_, err := k.withSubshells()
+	return err == nil
+}
+
+// withSubshells is the current kernel process, or ErrNoSubshells when it
+// did not advertise subshells.
+func (k *Kernel) withSubshells() (*generation, error) {
 	g, err := k.current()
-	return err == nil && slices.Contains(g.features, FeatureSubshells)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(g.features, FeatureSubshells) {
+		return nil, ErrNoSubshells
+	}
+	return g, nil
 }
 
 // Implementation is the current kernel process's implementation and its
@@ -62,12 +75,9 @@ func (k *Kernel) Implementation() string {
 // the kernel has none; a kernel or gateway that drops the request leaves it
 // waiting until ctx ends, so give ctx a short bound.
 func (k *Kernel) CreateSubshell(ctx context.Context) (*Subshell, error) {
-	g, err := k.current()
+	g, err := k.withSubshells()
 	if err != nil {
 		return nil, err
-	}
-	if !slices.Contains(g.features, FeatureSubshells) {
-		return nil, ErrNoSubshells
 	}
 	var r struct {
 		Status     string `json:"status"`
@@ -86,12 +96,9 @@ func (k *Kernel) CreateSubshell(ctx context.Context) (*Subshell, error) {
 // ListSubshells returns the ids of the kernel's subshells
 // (list_subshell_request), whoever created them.
 func (k *Kernel) ListSubshells(ctx context.Context) ([]string, error) {
-	g, err := k.current()
+	g, err := k.withSubshells()
 	if err != nil {
 		return nil, err
-	}
-	if !slices.Contains(g.features, FeatureSubshells) {
-		return nil, ErrNoSubshells
 	}
 	var r struct {
 		Status    string   `json:"status"`
