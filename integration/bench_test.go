@@ -40,19 +40,39 @@ func fastBinary(b *testing.B) string {
 	return benchBinary
 }
 
+// benchClient starts kernel-mcp (built without the race detector) with
+// args and connects a go-sdk client over stdio; both end with the benchmark.
+func benchClient(b *testing.B, args ...string) *mcp.ClientSession {
+	cmd := exec.Command(fastBinary(b), args...)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// benchCaller calls a tool on cs, failing the benchmark on any error.
+func benchCaller(b *testing.B, cs *mcp.ClientSession) func(name string, args map[string]any) *mcp.CallToolResult {
+	return func(name string, args map[string]any) *mcp.CallToolResult {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		if res.IsError {
+			b.Fatalf("%s: %s", name, text(res))
+		}
+		return res
+	}
+}
+
 // BenchmarkRunCodeStdio measures a `run_code "1+1"` tool call from a go-sdk
 // client over stdio, end to end: JSON-RPC, the server, the kernel round trip.
 // Compare with kernel.BenchmarkExecuteRoundTrip for the MCP overhead.
 func BenchmarkRunCodeStdio(b *testing.B) {
 	requireKernel(b)
-	cmd := exec.Command(fastBinary(b), "--state-dir", "none")
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs := benchClient(b, "--state-dir", "none")
 	ctx := context.Background()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
 	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": "1+1"}}
 	for range 20 { // start the kernel and warm up
 		if _, err := cs.CallTool(ctx, params); err != nil {
@@ -96,13 +116,8 @@ func BenchmarkGetHistory10000(b *testing.B) {
 		}
 	}
 	st.Close()
-	cmd := exec.Command(fastBinary(b), "--state-dir", state, "--output-limit", "20000")
+	cs := benchClient(b, "--state-dir", state, "--output-limit", "20000")
 	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
 	params := &mcp.CallToolParams{Name: "get_history", Arguments: map[string]any{"session_id": "big"}}
 	var d []time.Duration
 	for b.Loop() {
@@ -123,21 +138,7 @@ func BenchmarkGetHistory10000(b *testing.B) {
 // in a loop, as a fit waiting on I/O or releasing the GIL does.
 func BenchmarkGetValueDuringRun(b *testing.B) {
 	requireKernel(b)
-	cmd := exec.Command(fastBinary(b), "--state-dir", "none")
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	ctx := context.Background()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
-	call := func(name string, args map[string]any) *mcp.CallToolResult {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil || res.IsError {
-			b.Fatalf("%s: %v %v", name, err, res)
-		}
-		return res
-	}
+	call := benchCaller(b, benchClient(b, "--state-dir", "none"))
 	get := map[string]any{"expression": "len(losses)"}
 	measure := func(during bool) time.Duration {
 		for range 20 { // warm up (and create the subshell)
@@ -176,27 +177,16 @@ func BenchmarkGetValueDuringRun(b *testing.B) {
 // BenchmarkGetValueDuringCPURun: get_value beside a run that keeps the GIL
 // busy in Python (a counting loop, as a model fit in pure Python would),
 // and the run's own speed with and without those reads: its loop rate
-// while b.N reads go on, against the same loop alone for 2 s.
+// while b.N reads go on, against the same loop alone for 2 s. The loop
+// looks for its stop file once every 10^6 additions (about 0.3 s): a
+// GIL-releasing call every few milliseconds would starve the kernel's
+// other threads (docs/long-runs.md), and no read would get through.
 func BenchmarkGetValueDuringCPURun(b *testing.B) {
 	requireKernel(b)
-	cmd := exec.Command(fastBinary(b), "--state-dir", "none")
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	ctx := context.Background()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
-	call := func(name string, args map[string]any) *mcp.CallToolResult {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil || res.IsError {
-			b.Fatalf("%s: %v %v", name, err, res)
-		}
-		return res
-	}
+	call := benchCaller(b, benchClient(b, "--state-dir", "none"))
 	dir := b.TempDir()
 	loop := func(stop string) {
-		call("run_code", map[string]any{"background": true, "code": fmt.Sprintf("import os, time\nn = 0\nt0 = time.perf_counter()\nwhile True:\n    for _ in range(10000):\n        n += 1\n    if os.path.exists(%q):\n        break\nrate = n / (time.perf_counter() - t0)", stop)})
+		call("run_code", map[string]any{"background": true, "code": fmt.Sprintf("import os, time\nn = 0\nt0 = time.perf_counter()\nwhile True:\n    for _ in range(1000000):\n        n += 1\n    if os.path.exists(%q):\n        break\nrate = n / (time.perf_counter() - t0)", stop)})
 	}
 	end := func(stop string) float64 {
 		if err := os.WriteFile(stop, nil, 0o644); err != nil {
