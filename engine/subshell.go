@@ -385,7 +385,7 @@ func (b *Beside) fail(err error) error {
 // stalledError says that a read gave up on a kernel whose threads are
 // stalled by the run.
 func stalledError(session, run, what string) error {
-	return fmt.Errorf("session %q: the kernel %s while run %s goes on: the run is busy in native code holding the GIL (a C extension, a long regular expression), which stops every thread of the kernel. Nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", session, what, run)
+	return fmt.Errorf("session %q: the kernel %s while run %s goes on: the run keeps the GIL from the kernel's other threads: native code holding it (a C extension, a long regular expression), or a loop that gives it up and takes it back at once, thousands of times a second (small file-system or socket calls, time.sleep(0)). Nothing was interrupted. Try the read again, or call wait_run: once the run has ended, reads queue for their turn as usual", session, what, run)
 }
 
 // noInput answers input() in a read with end of input. A read still sends
@@ -482,13 +482,30 @@ func (b *Beside) Probe(ctx context.Context, src string) (string, error) {
 
 // Complete asks the subshell for completions.
 func (b *Beside) Complete(ctx context.Context, code string, cursorPos int) (*kernel.CompleteReply, error) {
-	var r *kernel.CompleteReply
-	err := b.do(ctx, func(c context.Context, started func()) (err error) {
-		r, err = b.st.k.Complete(c, code, cursorPos, kernel.OnSubshell(b.sub), kernel.OnBusy(started))
-		if err == nil && r.Status == "error" {
-			err = b.errorReply()
+	return ask(ctx, b, func(c context.Context, opts ...kernel.RequestOption) (*kernel.CompleteReply, string, error) {
+		r, err := b.st.k.Complete(c, code, cursorPos, opts...)
+		if err != nil {
+			return nil, "", err
 		}
-		return err
+		return r, r.Status, nil
+	})
+}
+
+// ask sends one request with a status in its reply (complete, inspect) to
+// the subshell: send makes it with the options that put it there. A reply
+// with status "error" is errorReply's error.
+func ask[R any](ctx context.Context, b *Beside, send func(ctx context.Context, opts ...kernel.RequestOption) (*R, string, error)) (*R, error) {
+	var r *R
+	err := b.do(ctx, func(c context.Context, started func()) error {
+		reply, status, err := send(c, kernel.OnSubshell(b.sub), kernel.OnBusy(started))
+		if err != nil {
+			return err
+		}
+		if status == "error" {
+			return b.errorReply()
+		}
+		r = reply
+		return nil
 	})
 	if err != nil {
 		return nil, b.fail(err)
@@ -510,18 +527,13 @@ func (b *Beside) errorReply() error {
 
 // Inspect asks the subshell for the kernel's help on a name.
 func (b *Beside) Inspect(ctx context.Context, code string, cursorPos, detailLevel int) (*kernel.InspectReply, error) {
-	var r *kernel.InspectReply
-	err := b.do(ctx, func(c context.Context, started func()) (err error) {
-		r, err = b.st.k.Inspect(c, code, cursorPos, detailLevel, kernel.OnSubshell(b.sub), kernel.OnBusy(started))
-		if err == nil && r.Status == "error" {
-			err = b.errorReply()
+	return ask(ctx, b, func(c context.Context, opts ...kernel.RequestOption) (*kernel.InspectReply, string, error) {
+		r, err := b.st.k.Inspect(c, code, cursorPos, detailLevel, opts...)
+		if err != nil {
+			return nil, "", err
 		}
-		return err
+		return r, r.Status, nil
 	})
-	if err != nil {
-		return nil, b.fail(err)
-	}
-	return r, nil
 }
 
 // dropSubshell forgets the session's subshell before its kernel k is
