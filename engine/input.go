@@ -73,7 +73,9 @@ func (r *Run) Answer(seq int, ans Reply) (kernel.InputRequest, bool) {
 		return kernel.InputRequest{}, false
 	}
 	in.answered = true
-	r.ss.answers.Add(1) // before the answer can reach the kernel, or a read
+	// Counted before the answer can reach the code: a read sent after
+	// this waits in the kernel until the code has it (Beside.answered).
+	r.ss.answers.Add(1)
 	// Published before the code has the answer: what it prints next comes
 	// after input_answered on the stream.
 	r.ss.eng.events.Publish(Event{Kind: InputAnswered, Session: r.ss.id, Run: r.id})

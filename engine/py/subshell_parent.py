@@ -33,7 +33,7 @@ if not getattr(_k.set_parent, "_km_guard", False) and hasattr(_k, "_shell_parent
     _guarded._km_guard = True
     _k.set_parent = _guarded
 
-if not getattr(_k._input_request, "_km_count", False):
+if hasattr(_k, "_input_request") and not getattr(_k._input_request, "_km_count", False):
     _input_request = _k._input_request
     _k._km_inputs_done = getattr(_k, "_km_inputs_done", 0)
 
