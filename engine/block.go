@@ -119,7 +119,10 @@ func (r *Run) runBlock(ctx context.Context, code, source string, timeout time.Du
 	end := time.Now()
 	out.Start, out.End, out.Generation = start, end, gen
 
-	var execErr *kernel.ExecError
+	var (
+		execErr  *kernel.ExecError
+		protoErr *kernel.ProtocolError
+	)
 	switch {
 	case err == nil:
 		out.Status = "ok"
@@ -130,6 +133,17 @@ func (r *Run) runBlock(ctx context.Context, code, source string, timeout time.Du
 		// what it printed so far.
 		out.Status = "interrupted"
 		notes = append(notes, "The server stopped during this run; its kernel was shut down.")
+		if res == nil {
+			res = &kernel.ExecuteResult{}
+		}
+		res.Error = nil
+	case errors.As(err, &protoErr):
+		// The kernel broke the protocol (a message over the size
+		// limit): the kernel package stopped it. Like an interrupt, the
+		// run is cut short by the server, not failed by its code.
+		out.Status = "interrupted"
+		ss.MarkDead(k, err)
+		notes = append(notes, protocolNote(protoErr))
 		if res == nil {
 			res = &kernel.ExecuteResult{}
 		}
@@ -211,4 +225,10 @@ func runStopped(status string, timeout time.Duration) string {
 		return fmt.Sprintf("Execution timed out after %v and was interrupted.", timeout)
 	}
 	return "Execution was cancelled and interrupted."
+}
+
+// protocolNote says what a kernel that broke the protocol cost: the run,
+// the variables, nothing more.
+func protocolNote(e *kernel.ProtocolError) string {
+	return fmt.Sprintf("The server stopped this kernel because it %s (--max-message-size). Its variables are lost; the history is kept, and the next call starts a fresh kernel. No other session was affected.", strings.TrimPrefix(e.Error(), "the kernel "))
 }

@@ -52,6 +52,11 @@ type Config struct {
 	// MemoryLimit, when > 0, caps each kernel's address space (RLIMIT_AS)
 	// at that many bytes. Linux only: elsewhere kernels fail to start.
 	MemoryLimit int64
+	// MaxMessageSize is the largest message a kernel may send, in bytes
+	// (kernel.Options.MaxMessageSize); default kernel.DefaultMaxMessageSize.
+	// A kernel that sends a larger one is stopped: its session is told,
+	// its run ends as interrupted and is recorded, nothing else is touched.
+	MaxMessageSize int64
 	// MaxSessions, when > 0, is the most sessions that may have a running
 	// kernel at once; starting one more kernel fails with an error naming
 	// them.

@@ -297,9 +297,10 @@ func (s *Engine) coldStart(ctx context.Context, c Choice) (*kernel.Kernel, Kerne
 		// An idle ipykernel obeys a shutdown_request in well under a second;
 		// one that does not is busy or stuck, and the server should not
 		// make its client wait seconds more for it.
-		ShutdownWait: time.Second,
-		TermWait:     time.Second,
-		MemoryLimit:  s.cfg.MemoryLimit,
+		ShutdownWait:   time.Second,
+		TermWait:       time.Second,
+		MemoryLimit:    s.cfg.MemoryLimit,
+		MaxMessageSize: s.cfg.MaxMessageSize,
 	}
 	k, err := kernel.Start(ctx, opts)
 	if err != nil {

@@ -123,6 +123,7 @@ func (s *Engine) remoteStart(ctx context.Context, c Choice) (k *kernel.Kernel, i
 		InterruptGrace: s.cfg.InterruptGrace,
 		ShutdownWait:   time.Second,
 		TermWait:       time.Second,
+		MaxMessageSize: s.cfg.MaxMessageSize,
 		// An attached kernel is shared: the session only ever detaches.
 		DetachOnClose: true,
 	}

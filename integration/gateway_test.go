@@ -317,3 +317,31 @@ func TestEnterpriseGatewaySession(t *testing.T) {
 		t.Fatalf("kernels left on the gateway after the server stopped: %v", left)
 	}
 }
+
+// A kernel behind Kernel Gateway that sends a message over
+// --max-message-size costs its own session only: the gateway relays the
+// message whole, the server stops reading at the limit, reports it, and
+// deletes that kernel; another session on the same gateway goes on.
+func TestGatewayOversizedMessage(t *testing.T) {
+	gw := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	s := startServer(t, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0", "--max-message-size", "1M")
+	s.run("other", "kept = 'still here'")
+	s.run("big", "x = 1")
+	before := gatewayKernels(t, gw)
+	res, out := s.run("big", "display({'text/plain': 'x' * 2_000_000}, raw=True)")
+	const why = "it broke the protocol on websocket: it sent a message over the 1048576-byte limit (--max-message-size)"
+	if out.Status != "interrupted" || !strings.Contains(out.Note, why) || !strings.Contains(text(res), why) {
+		t.Fatalf("the oversized message's run: status %q, note %q\n%s", out.Status, out.Note, text(res))
+	}
+	if _, out := s.run("other", "kept"); out.Result != "'still here'" {
+		t.Errorf("the other session after the oversized message: %+v", out)
+	}
+	// The stopped kernel is deleted from the gateway.
+	after := gatewayKernels(t, gw)
+	if len(after) != len(before)-1 {
+		t.Errorf("gateway kernels: %d before, %d after; want the stopped one deleted", len(before), len(after))
+	}
+	if _, out := s.run("big", "'fresh'"); out.Result != "'fresh'" {
+		t.Errorf("the session's next run: %+v", out)
+	}
+}

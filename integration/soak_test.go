@@ -373,7 +373,7 @@ func (s *soak) run() {
 // minutes or less); the first ones go through
 // every kind, so even the short run injects each.
 func (s *soak) inject(deadline time.Time) {
-	kinds := []string{"server_kill", "gateway_kill", "tcp_teardown", "kernel_sigkill", "kernel_os_exit", "sigint_ignored_timeout", "interrupt_storm", "client_disconnect"}
+	kinds := []string{"server_kill", "gateway_kill", "tcp_teardown", "kernel_sigkill", "kernel_os_exit", "sigint_ignored_timeout", "interrupt_storm", "client_disconnect", "frame_bomb"}
 	order := append([]string{}, kinds...)
 	s.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	// A warm-up: every session has run before the first fault. The short
@@ -455,7 +455,9 @@ func (s *soak) injectOne(kind string) {
 		// A fault the session's own worker injects, in its flow of calls.
 		var fit []*soakWorker
 		for _, w := range s.workers {
-			if kind == "kernel_sigkill" && !w.caps["pid"] || kind == "client_disconnect" && !w.caps["disconnect"] {
+			// A frame bomb behind a gateway would hit the gateway's own
+			// ZeroMQ client, not ours.
+			if kind == "kernel_sigkill" && !w.caps["pid"] || kind == "client_disconnect" && !w.caps["disconnect"] || kind == "frame_bomb" && w.srv == s.gwSrv {
 				continue
 			}
 			fit = append(fit, w)

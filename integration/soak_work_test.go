@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 )
 
 // soakWorker drives one session: a sequence of what users do, with the
@@ -715,6 +717,15 @@ func (w *soakWorker) fault(kind string) {
 		res, _, faulted, err = w.finish(w.primary, res, faulted, err)
 		if err == nil {
 			w.expect(res.IsError && strings.Contains(res.Text, "died"), faulted, "os._exit(1) reports the kernel died", res)
+		}
+	case "frame_bomb":
+		// The kernel announces a 2^50-byte frame on its connections: the
+		// server stops that kernel, and nothing else notices.
+		res, faulted, err := w.call(w.primary, "run_code", map[string]any{"code": ipytest.FrameBomb})
+		res, _, faulted, err = w.finish(w.primary, res, faulted, err)
+		if err == nil {
+			w.exists = true
+			w.expect(res.str("status") == "interrupted" && strings.Contains(res.Text, "broke the protocol"), faulted, "a kernel that announces a 2^50-byte frame is stopped", res)
 		}
 	case "kernel_sigkill":
 		res, faulted, err := w.call(w.primary, "run_code", map[string]any{"code": "import time\nfor i in range(200):\n    time.sleep(0.05)", "background": true})

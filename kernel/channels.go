@@ -105,12 +105,32 @@ type zmqConn struct {
 	sendSem   [3]chan struct{}
 	sends     sync.WaitGroup
 	closeOnce sync.Once
+
+	limits connLimits
+}
+
+// connLimits is what every socket of a zmqConn holds the kernel to (see
+// frameGuard): the largest message, and whom to tell when a socket's
+// connection is stopped for breaking it. report may be nil.
+type connLimits struct {
+	maxMessage int64
+	report     func(*ProtocolError)
+}
+
+// socketContext is the context of one socket: ctx, carrying the limit its
+// connections are guarded by.
+func (l connLimits) socketContext(ctx context.Context, channel string) context.Context {
+	limit := l.maxMessage
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	return withFrameLimit(ctx, &frameLimit{channel: channel, max: limit, report: l.report})
 }
 
 // dialZMQ connects the five sockets. Dial retries are short and end with ctx,
 // so a kernel that is still binding its ports costs milliseconds, not zmq4's
 // default 250 ms steps.
-func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
+func dialZMQ(ctx context.Context, ci ConnectionInfo, limits connLimits) (*zmqConn, error) {
 	key := []byte(ci.Key)
 	signer, err := wire.NewSigner(ci.SignatureScheme, key)
 	if err != nil {
@@ -121,7 +141,7 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 		retries = max(int(time.Until(dl)/(10*time.Millisecond)), 1)
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &zmqConn{signer: signer, ci: ci, ctx: cctx, cancel: cancel, out: make(chan Received, 1024), hbSem: make(chan struct{}, 1)}
+	c := &zmqConn{signer: signer, ci: ci, ctx: cctx, cancel: cancel, out: make(chan Received, 1024), hbSem: make(chan struct{}, 1), limits: limits}
 	for i := range c.sendSem {
 		c.sendSem[i] = make(chan struct{}, 1)
 	}
@@ -136,11 +156,11 @@ func dialZMQ(ctx context.Context, ci ConnectionInfo) (*zmqConn, error) {
 	}
 	// shell and stdin share one identity, or input_request goes nowhere.
 	ident := zmq4.SocketIdentity(uuid.NewString())
-	c.shell = zmq4.NewDealer(cctx, opts(zmq4.WithID(ident))...)
-	c.stdin = zmq4.NewDealer(cctx, opts(zmq4.WithID(ident))...)
-	c.control = zmq4.NewDealer(cctx, opts(zmq4.WithID(zmq4.SocketIdentity(uuid.NewString())))...)
-	c.iopub = zmq4.NewSub(cctx, opts()...)
-	c.hb = zmq4.NewReq(cctx, opts()...)
+	c.shell = zmq4.NewDealer(limits.socketContext(cctx, "shell"), opts(zmq4.WithID(ident))...)
+	c.stdin = zmq4.NewDealer(limits.socketContext(cctx, "stdin"), opts(zmq4.WithID(ident))...)
+	c.control = zmq4.NewDealer(limits.socketContext(cctx, "control"), opts(zmq4.WithID(zmq4.SocketIdentity(uuid.NewString())))...)
+	c.iopub = zmq4.NewSub(limits.socketContext(cctx, "iopub"), opts()...)
+	c.hb = zmq4.NewReq(limits.socketContext(cctx, "heartbeat"), opts()...)
 
 	dials := []struct {
 		s    zmq4.Socket
@@ -386,7 +406,7 @@ func (c *zmqConn) heartbeatSocket(ctx context.Context) (zmq4.Socket, error) {
 	if hb != nil {
 		return hb, nil
 	}
-	s := zmq4.NewReq(c.ctx, zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(1), zmq4.WithLogger(discardLogger))
+	s := zmq4.NewReq(c.limits.socketContext(c.ctx, "heartbeat"), zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(1), zmq4.WithLogger(discardLogger))
 	if err := dialSocket(ctx, s, c.ci.endpoint(c.ci.HBPort)); err != nil {
 		s.Close()
 		if c.ctx.Err() != nil {

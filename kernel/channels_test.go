@@ -45,7 +45,7 @@ func TestForgedIOPubMessagesAreDropped(t *testing.T) {
 
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer dcancel()
-	conn, err := dialZMQ(dctx, ci)
+	conn, err := dialZMQ(dctx, ci, connLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -428,7 +428,7 @@ func (g Gateway) KernelSpecs(ctx context.Context) (specs []GatewaySpec, defaultN
 // dialChannels opens the kernel's WebSocket. The server completes the
 // handshake only once the kernel answered kernel_info, so this also waits
 // for a starting kernel.
-func (c *gatewayClient) dialChannels(ctx context.Context, id, session string) (_ *websocket.Conn, _ bool, err error) {
+func (c *gatewayClient) dialChannels(ctx context.Context, id, session string, limit int64) (_ *websocket.Conn, _ bool, err error) {
 	defer func() { err = c.redact(err) }()
 	u := *c.base
 	if u.Scheme == "https" {
@@ -466,9 +466,11 @@ func (c *gatewayClient) dialChannels(ctx context.Context, id, session string) (_
 		return nil, false, fmt.Errorf("kernel: gateway %s: opening the kernel WebSocket: %w", c, err)
 	}
 	// Outputs, images and replayed buffers come as single frames far above
-	// the library's 32 KiB default; the bound only stops a broken server
-	// from exhausting memory.
-	ws.SetReadLimit(1 << 30)
+	// the library's 32 KiB default. The bound is the kernel's message
+	// limit: the library reads a message as it comes, never allocating
+	// what a frame announces, and stops past the limit with
+	// ErrMessageTooBig.
+	ws.SetReadLimit(limit)
 	return ws, ws.Subprotocol() == wsSubprotocolV1, nil
 }
 

@@ -74,7 +74,7 @@ func (k *Kernel) connectGateway(ctx context.Context, id string, owned bool) (*ge
 var errRestartedWhileConnecting = errors.New("the kernel was restarted while connecting")
 
 func (k *Kernel) connectGatewayOnce(ctx context.Context, id string, owned bool) (*generation, error) {
-	conn, err := dialWS(ctx, k.gwc, id, uuid.NewString())
+	conn, err := dialWS(ctx, k.gwc, id, uuid.NewString(), k.opts.MaxMessageSize)
 	if err != nil {
 		return nil, err
 	}

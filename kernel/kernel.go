@@ -70,6 +70,12 @@ type Options struct {
 	// whoever else uses it. Kernels this package started are always shut
 	// down.
 	DetachOnClose bool
+	// MaxMessageSize is the largest message, and so the largest frame, the
+	// kernel may send, in bytes; default DefaultMaxMessageSize. A kernel
+	// that announces more (over ZeroMQ or a gateway's WebSocket) is
+	// stopped: calls in flight return a *DiedError whose Protocol says so,
+	// and nothing larger is ever allocated.
+	MaxMessageSize int64
 	// Sandbox, when set, runs the kernel under bubblewrap (Linux only; see
 	// SandboxOptions). Dir is then required: it is the one directory the
 	// kernel can write.
@@ -118,6 +124,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.HeartbeatMisses <= 0 {
 		o.HeartbeatMisses = 3
+	}
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
 	}
 }
 
@@ -175,6 +184,17 @@ func (g *generation) markDead(err error) {
 		g.diedErr = err
 		close(g.died)
 	})
+}
+
+// limits are what a generation's sockets hold the kernel to: a kernel
+// that breaks them is stopped, since its stream can no longer be read.
+func (k *Kernel) limits(g *generation) connLimits {
+	return connLimits{maxMessage: k.opts.MaxMessageSize, report: func(e *ProtocolError) {
+		g.markDead(&DiedError{ExitCode: -1, Protocol: e})
+		if g.proc != nil {
+			g.proc.kill()
+		}
+	}}
 }
 
 func (g *generation) dead() error {

@@ -188,7 +188,7 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 		case <-dctx.Done():
 		}
 	}()
-	conn, err := dialZMQ(dctx, ci)
+	conn, err := dialZMQ(dctx, ci, k.limits(g))
 	dcancel()
 	if err != nil {
 		return fail(k.startError(g, ctx, err))
@@ -367,11 +367,12 @@ func Attach(ctx context.Context, connectionFile string, opts Options) (*Kernel, 
 	k := &Kernel{opts: opts, session: uuid.NewString()}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	conn, err := dialZMQ(ctx, ci)
+	g := &generation{ci: ci, file: connectionFile, died: make(chan struct{})}
+	conn, err := dialZMQ(ctx, ci, k.limits(g))
 	if err != nil {
 		return nil, err
 	}
-	g := &generation{conn: conn, router: newRouter(conn), ci: ci, file: connectionFile, died: make(chan struct{})}
+	g.conn, g.router = conn, newRouter(conn)
 	if err := k.waitReady(ctx, g); err != nil {
 		conn.Close()
 		<-g.router.done

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"strings"
@@ -10,15 +9,17 @@ import (
 	"github.com/go-zeromq/zmq4/transport"
 )
 
-// bufferedTCP names a zmq4 transport that is TCP with a buffered reader.
-// zmq4 reads every frame header and body with its own read syscall; behind a
-// bufio.Reader one syscall brings in many frames. Writes are untouched: the
-// connection still is a *net.TCPConn underneath, so zmq4's multipart writes
-// keep going out as one writev.
+// bufferedTCP names a zmq4 transport that is TCP with a buffered, guarded
+// reader (frameGuard, in framelimit.go). zmq4 reads every frame header and
+// body with its own read syscall; behind the guard's buffer one syscall
+// brings in many frames, and no frame over the socket's limit reaches zmq4.
+// Writes are untouched: the connection still is a *net.TCPConn underneath,
+// so zmq4's multipart writes keep going out as one writev.
 const bufferedTCP = "kmtcp"
 
 // boundedIPC names zmq4's ipc transport (Unix domain sockets) with the
-// connection bound to its socket's life, as bufferedTCP's is.
+// connection bound to its socket's life and its reads guarded, as
+// bufferedTCP's are.
 const boundedIPC = "kmipc"
 
 // readBufferSize is large enough to take a typical iopub burst (a status, a
@@ -56,10 +57,10 @@ func (bufferedTransport) Dial(ctx context.Context, d transport.Dialer, addr stri
 	closeWithSocket(ctx, c)
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return c, nil
+		return &guardedConn{Conn: c, r: guardConn(ctx, c)}, nil
 	}
 	tc.SetNoDelay(true)
-	return &bufferedConn{TCPConn: tc, r: bufio.NewReaderSize(tc, readBufferSize)}, nil
+	return &bufferedConn{TCPConn: tc, r: guardConn(ctx, tc)}, nil
 }
 
 func (bufferedTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -73,13 +74,29 @@ func (bufferedTransport) Addr(ep string) (string, error) {
 
 // bufferedConn embeds *net.TCPConn so that every method, including the
 // unexported one net.Buffers uses for writev, is the TCP connection's own;
-// only Read goes through the buffer.
+// only Read goes through the guard.
 type bufferedConn struct {
 	*net.TCPConn
-	r *bufio.Reader
+	r *frameGuard
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// guardedConn guards any other connection a dialer may return.
+type guardedConn struct {
+	net.Conn
+	r *frameGuard
+}
+
+func (c *guardedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// guardedUnixConn is bufferedConn for a Unix domain socket.
+type guardedUnixConn struct {
+	*net.UnixConn
+	r *frameGuard
+}
+
+func (c *guardedUnixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 type boundedUnixTransport struct{}
 
@@ -91,7 +108,11 @@ func (boundedUnixTransport) Dial(ctx context.Context, d transport.Dialer, addr s
 		return nil, err
 	}
 	closeWithSocket(ctx, c)
-	return c, nil
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return &guardedConn{Conn: c, r: guardConn(ctx, c)}, nil
+	}
+	return &guardedUnixConn{UnixConn: uc, r: guardConn(ctx, uc)}, nil
 }
 
 func (boundedUnixTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {

@@ -168,10 +168,16 @@ type DiedError struct {
 	// ForceRestart replaced the process under them: the Kernel itself goes
 	// on with the new process.
 	Restarted bool
+	// Protocol is set when the kernel broke the messaging protocol (a
+	// message over Options.MaxMessageSize): its connection was ended and
+	// a process of ours killed.
+	Protocol *ProtocolError
 }
 
 func (e *DiedError) Error() string {
 	switch {
+	case e.Protocol != nil:
+		return "kernel stopped: " + e.Protocol.Error()
 	case e.Restarted:
 		return "kernel died (restarted)"
 	case e.Remote != "":
@@ -187,6 +193,14 @@ func (e *DiedError) Error() string {
 
 // Is makes errors.Is(err, ErrKernelDied) true.
 func (e *DiedError) Is(target error) bool { return target == ErrKernelDied }
+
+// Unwrap returns the protocol error that ended the kernel, if any.
+func (e *DiedError) Unwrap() error {
+	if e.Protocol == nil {
+		return nil
+	}
+	return e.Protocol
+}
 
 // RestartError is what every call on a Kernel returns after a Restart
 // stopped the old process and could not start the new one: the kernel is

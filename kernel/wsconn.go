@@ -28,6 +28,7 @@ type wsConn struct {
 	gc       *gatewayClient
 	kernelID string
 	session  string // the WebSocket's session_id, kept across reconnects
+	limit    int64  // the largest message read (Options.MaxMessageSize)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -59,14 +60,14 @@ type wsConn struct {
 
 var _ Conn = (*wsConn)(nil)
 
-func dialWS(ctx context.Context, gc *gatewayClient, kernelID, session string) (*wsConn, error) {
-	ws, v1, err := gc.dialChannels(ctx, kernelID, session)
+func dialWS(ctx context.Context, gc *gatewayClient, kernelID, session string, limit int64) (*wsConn, error) {
+	ws, v1, err := gc.dialChannels(ctx, kernelID, session, limit)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &wsConn{
-		gc: gc, kernelID: kernelID, session: session, ctx: cctx, cancel: cancel,
+		gc: gc, kernelID: kernelID, session: session, limit: limit, ctx: cctx, cancel: cancel,
 		ws: ws, v1: v1, swapped: make(chan struct{}),
 		out: make(chan Received, 1024), done: make(chan struct{}), gone: make(chan struct{}),
 	}
@@ -100,6 +101,14 @@ func (c *wsConn) read() {
 		typ, data, err := ws.Read(c.ctx)
 		if err != nil {
 			if c.ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The server relays what the kernel sent; a message
+				// this large is the kernel's doing, and reconnecting
+				// would only replay it.
+				c.markGone(&DiedError{ExitCode: -1, Protocol: &ProtocolError{Channel: "websocket", Limit: c.limit, What: "message"}})
+				<-c.ctx.Done()
 				return
 			}
 			if !c.reconnect(err) {
@@ -176,7 +185,7 @@ func (c *wsConn) reconnect(cause error) bool {
 	var last error = cause
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-		ws, v1, err := c.gc.dialChannels(ctx, c.kernelID, c.session)
+		ws, v1, err := c.gc.dialChannels(ctx, c.kernelID, c.session, c.limit)
 		cancel()
 		if err == nil {
 			c.mu.Lock()

@@ -52,6 +52,9 @@ type Config struct {
 	// MemoryLimit, when > 0, caps each kernel's address space (RLIMIT_AS)
 	// at that many bytes. Linux only: elsewhere kernels fail to start.
 	MemoryLimit int64
+	// MaxMessageSize is the largest message a kernel may send (see
+	// engine.Config.MaxMessageSize); 0 means the default.
+	MaxMessageSize int64
 	// MaxSessions, when > 0, is the most sessions that may have a running
 	// kernel at once; starting one more kernel fails with an error naming
 	// them.
@@ -199,7 +202,7 @@ func New(cfg Config) (*Server, error) {
 func (c Config) engineConfig() engine.Config {
 	return engine.Config{
 		Python: c.Python, Kernel: c.Kernel, MaxWait: c.MaxWait, OutputLimit: c.OutputLimit,
-		InterruptGrace: c.InterruptGrace, StartTimeout: c.StartTimeout, MemoryLimit: c.MemoryLimit,
+		InterruptGrace: c.InterruptGrace, StartTimeout: c.StartTimeout, MemoryLimit: c.MemoryLimit, MaxMessageSize: c.MaxMessageSize,
 		MaxSessions: c.MaxSessions, IdleTimeout: c.IdleTimeout, PoolSize: c.PoolSize, StateDir: c.StateDir, WorkDir: c.WorkDir,
 		GatewayURL: c.GatewayURL, GatewayToken: c.GatewayToken, Logger: c.Logger, Sandbox: c.Sandbox,
 		MultiUser: c.MultiUser, SharedLimit: c.SharedLimit,

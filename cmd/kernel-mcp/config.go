@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 )
 
@@ -46,6 +47,7 @@ type config struct {
 	LogLevel          slog.Level
 
 	MemoryLimit    int64         // bytes of address space per kernel; 0: none
+	MaxMessageSize int64         // the largest message a kernel may send
 	MaxSessions    int           // sessions with a running kernel; 0: unlimited
 	PoolSize       int           // warm kernels kept per kind; 0: none
 	MaxInlineImage int64         // bytes of base64 an inline image may have
@@ -230,6 +232,15 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			return config{}, invalid("memory-limit", v, "a memory limit is only supported on Linux (use 0 or leave it unset)")
 		}
 		cfg.MemoryLimit = n
+	}
+
+	cfg.MaxMessageSize = kernel.DefaultMaxMessageSize
+	if v := get("max-message-size"); v != "" {
+		n, err := parseBytes(v)
+		if err != nil || n < 1<<20 {
+			return config{}, invalid("max-message-size", v, "want at least 1M bytes, with an optional K, M or G suffix, such as 256M or 1G")
+		}
+		cfg.MaxMessageSize = n
 	}
 
 	if v := get("max-sessions"); v != "" {

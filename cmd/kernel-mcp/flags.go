@@ -38,6 +38,7 @@ var settings = []setting{
 	{"workdir", "KERNEL_MCP_WORKDIR", "the server's working directory", "existing directory where sessions created without a cwd work, and that a relative cwd is taken against; not with --sandbox"},
 	{"log-level", "KERNEL_MCP_LOG_LEVEL", "info", "log level on stderr: debug, info, warn or error"},
 	{"memory-limit", "KERNEL_MCP_MEMORY_LIMIT", "0", "address-space limit (RLIMIT_AS) of each kernel in bytes, with an optional K, M or G suffix (2G, 512M); 0 means none; Linux only"},
+	{"max-message-size", "KERNEL_MCP_MAX_MESSAGE_SIZE", "256M", "largest message a kernel may send, in bytes (K, M, G suffixes; at least 1M); a kernel that announces more is stopped, which costs its own session's variables and nothing else"},
 	{"max-sessions", "KERNEL_MCP_MAX_SESSIONS", "0", "most sessions with a running kernel at once; 0 means unlimited"},
 	{"pool-size", "KERNEL_MCP_POOL_SIZE", "1", "started, idle kernels kept ready per kind of kernel, so a new session or a reset takes milliseconds; 0 turns the pool off"},
 	{"max-inline-image", "KERNEL_MCP_MAX_INLINE_IMAGE", "1M", "largest image put inline in a result, in bytes after base64 encoding (K, M suffixes); a larger one is downscaled for the inline copy and kept whole as a session://{id}/outputs/{n} resource"},
