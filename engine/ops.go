@@ -153,14 +153,17 @@ func (s *Engine) Delete(ctx context.Context, ss *Session, place Place) error {
 	}
 	defer release()
 	s.mu.Lock()
-	s.unregister(ss)
+	rmErr := s.unregister(ss)
 	s.mu.Unlock()
 	err = ss.StopKernel()
 	s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
 	if err != nil {
-		return fmt.Errorf("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
+		err = fmt.Errorf("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
 	}
-	return nil
+	if rmErr != nil && !errors.Is(rmErr, history.ErrNotDurable) {
+		err = errors.Join(err, fmt.Errorf("session %q deleted, but its history file could not be removed (%v): a server restart would bring the session back", ss.id, rmErr))
+	}
+	return err
 }
 
 // Reset gives the session a fresh kernel in its turn, and with
@@ -223,6 +226,9 @@ func (s *Engine) reset(ctx context.Context, ss *Session, clearHistory bool) (str
 		msg = "Session reset: fresh kernel, empty namespace, history cleared."
 		if err != nil {
 			msg += fmt.Sprintf(" The history file was rewritten, but: %v", err)
+		}
+		if behind := ss.HistoryBacklog(); behind != nil {
+			msg += " " + behind.Note()
 		}
 	}
 	return msg, nil
@@ -328,7 +334,8 @@ func (ss *Session) HistoryLen() int {
 }
 
 // Record appends an entry to the session's history (run_notebook's cells
-// that are not run).
+// that are not run). A write to the history file that failed is kept for
+// later: HistoryBacklog tells it.
 func (ss *Session) Record(e history.Entry) { ss.eng.record(ss, e) }
 
 // Record appends an entry to the session's history as part of run r, which
@@ -340,7 +347,7 @@ func (r *Run) Record(e history.Entry) {
 	if e.Run == "" {
 		e.Run = r.id
 	}
-	i := r.ss.eng.record(r.ss, e)
+	i, _ := r.ss.eng.record(r.ss, e)
 	r.mu.Lock()
 	r.blocks = append(r.blocks, i)
 	r.mu.Unlock()
@@ -350,7 +357,8 @@ func (r *Run) Record(e history.Entry) {
 // rules), or with end nil the one at start, which must exist; the caller
 // holds the session's turn. It returns the entries it removed and how many
 // remain; a history file that could not be rewritten durably is reported
-// with history.ErrNotDurable (the entries are gone either way).
+// with history.ErrNotDurable (the entries are gone either way), and one the
+// disk had no room for by the session's HistoryBacklog.
 func (ss *Session) DeleteHistory(start, end *int) (removed []Removed, left int, err error) {
 	ss.mu.Lock()
 	n := len(ss.hist)
@@ -432,6 +440,8 @@ func (ss *Session) deleteAt(idx []int, n int) (removed []Removed, left int, err 
 		kept = append(kept, e)
 	}
 	ss.mu.Unlock()
+	// A rewrite the disk refused is kept and done once it has room: the
+	// session's HistoryBacklog says so, and err is nil.
 	err = ss.eng.rewriteHistory(ss, kept)
 	if err != nil && !errors.Is(err, history.ErrNotDurable) {
 		return removed, len(kept), fmt.Errorf("blocks deleted in memory, but the history file could not be rewritten: %v", err)

@@ -386,6 +386,7 @@ func (ss *Session) Describe() SessionInfo {
 		info.Run = &v
 	}
 	info.QueuedRuns = ss.QueuedRuns()
+	info.HistoryUnsaved = ss.HistoryBacklog()
 	return info
 }
 
