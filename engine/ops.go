@@ -204,17 +204,25 @@ func (s *Engine) Reset(ctx context.Context, ss *Session, place Place, clearHisto
 		// The engine's context: the reset outlives a call that stopped
 		// waiting for it, and ends with the server.
 		restartErr := ss.Restart(s.ctx)
+		var o outcome
+		if restartErr == nil {
+			// Outside mu: a call that gives up meanwhile must not wait
+			// for the history file.
+			o.msg, o.err = s.afterRestart(ss, clearHistory, nil, false)
+		}
 		mu.Lock()
 		defer mu.Unlock()
+		if restartErr != nil {
+			o.msg, o.err = s.afterRestart(ss, clearHistory, restartErr, returned)
+		}
 		if !returned {
-			msg, err := s.afterRestart(ss, clearHistory, restartErr, false)
-			done <- outcome{msg, err}
+			done <- o
 			return
 		}
-		if _, err := s.afterRestart(ss, clearHistory, restartErr, true); err != nil {
-			s.cfg.Logger.Error("a reset that went on after its call returned failed", "session", ss.id, "error", err)
+		if o.err != nil {
+			s.cfg.Logger.Error("a reset that went on after its call returned failed", "session", ss.id, "error", o.err)
 			ss.mu.Lock()
-			ss.lateReset = fmt.Errorf("the reset_session of session %q, which went on after its call returned, failed: %v. Nothing was done by this call; call it again", ss.id, err)
+			ss.lateReset = fmt.Errorf("the reset_session of session %q, which went on after its call returned, failed: %v. Nothing was done by this call; call it again", ss.id, o.err)
 			ss.mu.Unlock()
 		}
 	}()
