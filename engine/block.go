@@ -32,6 +32,10 @@ type Block struct {
 	// Shown is what of the block's stream output earlier hand-offs of the
 	// run already delivered (see StreamShown.SkipFor).
 	Shown StreamShown
+	// HistoryUnsaved is set when the block could not be written to the
+	// history file (a full disk): it is in memory, and written once the
+	// disk has room. Note says so too.
+	HistoryUnsaved *HistoryBacklog
 }
 
 // RunStatus is the block's status, for the run_finished event.
@@ -200,14 +204,21 @@ func (r *Run) runBlock(ctx context.Context, code, source string, timeout time.Du
 	ss.recMu.Lock()
 	if old != nil {
 		e.By = old.By // who wrote the code, not who re-ran it
-		if err := s.replace(ss, at, e); err != nil {
+		behind, err := s.replace(ss, at, e)
+		if err != nil {
 			out.Note = strings.TrimSpace(out.Note + "\nThe block's new outputs are in memory, but the history file could not be rewritten: " + err.Error())
 		}
+		out.HistoryUnsaved = behind
 		r.endBlock(at, res.ExecutionCount)
 	} else {
-		r.endBlock(s.record(ss, e), res.ExecutionCount)
+		i, behind := s.record(ss, e)
+		out.HistoryUnsaved = behind
+		r.endBlock(i, res.ExecutionCount)
 	}
 	ss.recMu.Unlock()
+	if out.HistoryUnsaved != nil {
+		out.Note = strings.TrimSpace(out.Note + "\n" + out.HistoryUnsaved.Note())
+	}
 	return out, nil
 }
 

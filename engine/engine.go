@@ -214,6 +214,7 @@ func (s *Engine) Close() error {
 	wg.Wait()
 	// Runs cut short by the kernels' shutdown record what they printed.
 	s.runs.Wait()
+	s.closeStores(sessions)
 	s.pool.close()
 	s.idleStops.Wait()
 	if s.tempWorkDir {

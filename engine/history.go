@@ -62,35 +62,113 @@ func hasError(outs []history.Output) bool {
 }
 
 // record appends an entry to the session's history, in memory and on disk,
-// and tells subscribers. A disk failure is logged, never fatal: the entry is
-// still in memory. It returns the entry's 0-based index.
-func (s *Engine) record(ss *Session, e history.Entry) int {
+// and tells subscribers. A disk failure is never fatal: the entry is in
+// memory, and the store writes it once it can (see HistoryBacklog). It
+// returns the entry's 0-based index, and what of the history is not on
+// disk yet (nil when all of it is).
+func (s *Engine) record(ss *Session, e history.Entry) (int, *HistoryBacklog) {
 	e = history.Cap(e, HistoryTextLimit, HistoryDataLimit)
 	ss.mu.Lock()
 	ss.hist = append(ss.hist, e)
 	store, n := ss.store, len(ss.hist)
 	index := n - 1
 	ss.mu.Unlock()
+	var behind *HistoryBacklog
 	if store != nil {
 		if err := store.Append(e); err != nil {
-			s.cfg.Logger.Error("appending to history file", "session", ss.id, "error", err)
+			behind = s.writeFailed(ss, store, "appending to history file", err)
 		}
 	}
 	s.events.Publish(Event{Kind: HistoryChanged, Session: ss.id, Entries: n})
-	return index
+	return index, behind
+}
+
+// HistoryBacklog is what of a session's history is in memory but not yet
+// in its history file, because writing it failed (a full disk). The store
+// keeps it, in order, and writes it once the disk has room; until then a
+// server restart would lose it.
+type HistoryBacklog struct {
+	// Blocks counts the blocks added to the history that are not written.
+	Blocks int `json:"blocks"`
+	// Rewrite is set when a change to earlier blocks (a delete, a clear,
+	// a block run again in place) is not written: the file still holds
+	// the history as it was before it.
+	Rewrite bool `json:"rewrite,omitempty"`
+	// Error is why the last write failed.
+	Error string `json:"error"`
+}
+
+// Note is the line a result carries while the history on disk is behind.
+func (b *HistoryBacklog) Note() string {
+	if b.Rewrite {
+		what := "the last change to the history"
+		if b.Blocks > 0 {
+			what += fmt.Sprintf(" and %d block(s) after it", b.Blocks)
+		}
+		return fmt.Sprintf("Note: the history on disk is behind: %s could not be written (%s); the history is kept in memory and written once the disk has room. A server restart before then would bring back the history file as it was.", what, b.Error)
+	}
+	return fmt.Sprintf("Note: the history on disk is behind by %d block(s): %s; they are kept in memory and written once the disk has room. A server restart before then would lose them.", b.Blocks, b.Error)
+}
+
+// HistoryBacklog is what of the session's history is not written to its
+// history file yet; nil when the file holds all of it, or histories are
+// kept in memory only.
+func (ss *Session) HistoryBacklog() *HistoryBacklog {
+	ss.mu.Lock()
+	store := ss.store
+	ss.mu.Unlock()
+	if store == nil {
+		return nil
+	}
+	return backlogOf(store)
+}
+
+func backlogOf(store *history.Store) *HistoryBacklog {
+	b := store.Backlog()
+	if !b.Behind() {
+		return nil
+	}
+	msg := "unknown error"
+	if b.Err != nil {
+		msg = b.Err.Error()
+	}
+	return &HistoryBacklog{Blocks: b.Entries, Rewrite: b.Rewrite, Error: msg}
+}
+
+// writeFailed logs a history write that failed and returns the backlog the
+// store keeps for it; nil when it kept nothing (a session deleted
+// meanwhile, an entry that cannot be encoded), so that only the log has it.
+func (s *Engine) writeFailed(ss *Session, store *history.Store, what string, err error) *HistoryBacklog {
+	behind := backlogOf(store)
+	if behind == nil {
+		s.cfg.Logger.Error(what, "session", ss.id, "error", err)
+		return nil
+	}
+	s.cfg.Logger.Error(what+"; kept in memory and written once the disk has room", "session", ss.id, "error", err,
+		"blocks_behind", behind.Blocks, "rewrite_behind", behind.Rewrite)
+	return behind
+}
+
+// watchStore logs when the session's history file has caught up after
+// failed writes.
+func (s *Engine) watchStore(ss *Session, st *history.Store) {
+	st.OnCaughtUp(func() {
+		s.cfg.Logger.Info("the history file caught up: every block is written", "session", ss.id)
+	})
 }
 
 // replace puts e in place of the entry at index i, in memory and on disk
 // (the file rewritten atomically, as after a delete), and tells
 // subscribers. The caller holds the session's turn, so that i still names
-// the block it read. A disk failure is returned; the entry is in memory
+// the block it read. A disk failure the store keeps for later is the
+// backlog; one it did not keep is the error. The entry is in memory
 // either way.
-func (s *Engine) replace(ss *Session, i int, e history.Entry) error {
+func (s *Engine) replace(ss *Session, i int, e history.Entry) (*HistoryBacklog, error) {
 	e = history.Cap(e, HistoryTextLimit, HistoryDataLimit)
 	ss.mu.Lock()
 	if i < 0 || i >= len(ss.hist) {
 		ss.mu.Unlock()
-		return fmt.Errorf("no block at index %d", i)
+		return nil, fmt.Errorf("no block at index %d", i)
 	}
 	// A new slice: readers hold copies of the old one's elements only, but
 	// never a slice that changes under them.
@@ -100,17 +178,26 @@ func (s *Engine) replace(ss *Session, i int, e history.Entry) error {
 	store, meta, n := ss.store, ss.meta, len(hist)
 	ss.mu.Unlock()
 	var err error
+	var behind *HistoryBacklog
 	if store != nil {
 		if err = store.Rewrite(meta, hist); errors.Is(err, history.ErrNotDurable) {
 			s.cfg.Logger.Warn("rewriting history file", "session", ss.id, "error", err)
 			err = nil
+		} else if err != nil {
+			if behind = s.writeFailed(ss, store, "rewriting history file", err); behind != nil {
+				err = nil
+			}
 		}
 	}
 	s.events.Publish(Event{Kind: HistoryChanged, Session: ss.id, Entries: n})
-	return err
+	return behind, err
 }
 
-// rewriteHistory replaces the session's history with entries.
+// rewriteHistory replaces the session's history with entries. A disk
+// failure the store keeps for later is logged and not returned: the
+// session's HistoryBacklog tells it. An error that matches
+// history.ErrNotDurable means the file is rewritten, only its folder sync
+// failed.
 func (s *Engine) rewriteHistory(ss *Session, entries []history.Entry) error {
 	ss.mu.Lock()
 	ss.hist = entries
@@ -119,6 +206,9 @@ func (s *Engine) rewriteHistory(ss *Session, entries []history.Entry) error {
 	var err error
 	if store != nil {
 		err = store.Rewrite(meta, entries)
+		if err != nil && !errors.Is(err, history.ErrNotDurable) && s.writeFailed(ss, store, "rewriting history file", err) != nil {
+			err = nil
+		}
 	}
 	s.events.Publish(Event{Kind: HistoryChanged, Session: ss.id, Entries: len(entries)})
 	return err
@@ -143,6 +233,7 @@ func (s *Engine) register(ss *Session) error {
 			return fmt.Errorf("cannot create the history file of session %q: %w", ss.id, err)
 		}
 		ss.store = st
+		s.watchStore(ss, st)
 	}
 	s.sessions[ss.id] = ss
 	s.events.Publish(Event{Kind: SessionCreated, Session: ss.id})
@@ -151,8 +242,9 @@ func (s *Engine) register(ss *Session) error {
 
 // unregister forgets a session and its history file. Call with s.mu held;
 // the caller publishes session_deleted once the session's kernel is
-// stopped.
-func (s *Engine) unregister(ss *Session) {
+// stopped. The error is a history file that could not be removed (it is
+// logged too): the session would come back after a server restart.
+func (s *Engine) unregister(ss *Session) error {
 	if s.sessions[ss.id] == ss {
 		delete(s.sessions, ss.id)
 	}
@@ -162,6 +254,24 @@ func (s *Engine) unregister(ss *Session) {
 	if ss.store != nil {
 		if err := ss.store.Remove(); err != nil {
 			s.cfg.Logger.Error("removing history file", "session", ss.id, "error", err)
+			return err
+		}
+	}
+	return nil
+}
+
+// closeStores closes the sessions' history files, each after a last try
+// to write what waited (a full disk); what could not be written is logged.
+func (s *Engine) closeStores(sessions []*Session) {
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		store := ss.store
+		ss.mu.Unlock()
+		if store == nil {
+			continue
+		}
+		if err := store.Close(); err != nil {
+			s.cfg.Logger.Error("closing history file; what it lacked is lost", "session", ss.id, "error", err)
 		}
 	}
 }
@@ -217,6 +327,7 @@ func (s *Engine) restore() error {
 			ss.created = meta.CreatedAt
 		}
 		ss.meta, ss.store, ss.hist = meta, st, entries
+		s.watchStore(ss, st)
 		ss.meta.CreatedAt = ss.created
 		ss.restored, ss.restoreNote = len(entries) > 0, note
 		for _, e := range entries {

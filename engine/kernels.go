@@ -93,6 +93,21 @@ func (ss *Session) CheckRegistered() error {
 	return nil
 }
 
+// checkTurn is what a call that got the session's turn must fail with,
+// before it does anything: the session was deleted, or a reset that went
+// on after its call returned failed (reported once, as the reset's answer
+// promised).
+func (ss *Session) checkTurn() error {
+	if err := ss.CheckRegistered(); err != nil {
+		return err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	err := ss.lateReset
+	ss.lateReset = nil
+	return err
+}
+
 func (ss *Session) errDeleted() error {
 	return fmt.Errorf("session %q no longer exists (an earlier call deleted it, or its create_session failed); nothing ran here. run_code or create_session starts it afresh", ss.id)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
@@ -153,14 +154,17 @@ func (s *Engine) Delete(ctx context.Context, ss *Session, place Place) error {
 	}
 	defer release()
 	s.mu.Lock()
-	s.unregister(ss)
+	rmErr := s.unregister(ss)
 	s.mu.Unlock()
 	err = ss.StopKernel()
 	s.events.Publish(Event{Kind: SessionDeleted, Session: ss.id})
 	if err != nil {
-		return fmt.Errorf("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
+		err = fmt.Errorf("session %q deleted, but its kernel did not shut down cleanly: %v", ss.id, err)
 	}
-	return nil
+	if rmErr != nil && !errors.Is(rmErr, history.ErrNotDurable) {
+		err = errors.Join(err, fmt.Errorf("session %q deleted, but its history file could not be removed (%v): a server restart would bring the session back", ss.id, rmErr))
+	}
+	return err
 }
 
 // Reset gives the session a fresh kernel in its turn, and with
@@ -170,7 +174,10 @@ func (s *Engine) Delete(ctx context.Context, ss *Session, place Place) error {
 // A kernel that starts slowly (a loaded machine, a large environment, a
 // gateway) must not hold the call past Config.MaxWait, the bound every
 // call keeps: the reset then goes on in the session's turn, the call says
-// so, and the next call on the session waits for it.
+// so, and the next call on the session waits for it. If the reset then
+// fails, the next call in the session's turn fails with that, once, and
+// does nothing; a reset that was to clear the history clears it even so
+// (the old kernel is gone), as its answer said.
 func (s *Engine) Reset(ctx context.Context, ss *Session, place Place, clearHistory, force bool) (string, error) {
 	if err := ss.SharedKernelRefusal(force); err != nil {
 		return "", err
@@ -184,35 +191,97 @@ func (s *Engine) Reset(ctx context.Context, ss *Session, place Place, clearHisto
 		msg string
 		err error
 	}
+	// The work's outcome goes to the call while it waits, and to the
+	// session once the call has returned (returned): the next call in its
+	// turn reports a failure then.
+	var (
+		mu       sync.Mutex
+		returned bool
+	)
 	done := make(chan outcome, 1)
 	go func() {
 		defer release()
 		// The engine's context: the reset outlives a call that stopped
 		// waiting for it, and ends with the server.
-		msg, err := s.reset(s.ctx, ss, clearHistory)
-		done <- outcome{msg, err}
+		restartErr := ss.Restart(s.ctx)
+		var o outcome
+		if restartErr == nil {
+			// Outside mu: a call that gives up meanwhile must not wait
+			// for the history file.
+			o.msg, o.err = s.afterRestart(ss, clearHistory, nil, false)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if restartErr != nil {
+			o.msg, o.err = s.afterRestart(ss, clearHistory, restartErr, returned)
+		}
+		if !returned {
+			done <- o
+			return
+		}
+		if o.err != nil {
+			s.cfg.Logger.Error("a reset that went on after its call returned failed", "session", ss.id, "error", o.err)
+			ss.mu.Lock()
+			ss.lateReset = fmt.Errorf("the reset_session of session %q, which went on after its call returned, failed: %v. Nothing was done by this call; call it again", ss.id, o.err)
+			ss.mu.Unlock()
+		}
 	}()
+	// abandon ends the call's wait: the outcome if it has just come, else
+	// the session's from now on.
+	abandon := func() (outcome, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case o := <-done:
+			return o, true
+		default:
+			returned = true
+			return outcome{}, false
+		}
+	}
 	t := time.NewTimer(max(s.cfg.MaxWait-time.Since(begun), time.Second))
 	defer t.Stop()
 	select {
 	case o := <-done:
 		return o.msg, o.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("cancelled; the reset of session %q goes on", ss.id)
+		if o, ok := abandon(); ok {
+			return o.msg, o.err
+		}
+		return "", fmt.Errorf("cancelled; the reset of session %q goes on, and the next call on the session waits for it (and reports it if it failed)", ss.id)
 	case <-t.C:
+		if o, ok := abandon(); ok {
+			return o.msg, o.err
+		}
 	}
 	what := "Its history is kept."
 	if clearHistory {
-		what = "Its history is cleared once the fresh kernel is up."
+		what = "Its history is cleared once the fresh kernel is up, or if the restart fails."
 	}
 	return fmt.Sprintf("Session %q is still restarting its kernel after %v; the restart goes on, and the next call on the session waits for it (and reports it if it failed). %s",
 		ss.id, time.Since(begun).Round(100*time.Millisecond), what), nil
 }
 
-// reset is Reset's work, in the session's turn.
-func (s *Engine) reset(ctx context.Context, ss *Session, clearHistory bool) (string, error) {
-	if err := ss.Restart(ctx); err != nil {
-		return "", fmt.Errorf("session %q: restart failed: %v", ss.id, err)
+// afterRestart is the rest of a reset once ss.Restart returned restartErr.
+// A reset whose call has returned (late) said the history would be
+// cleared: it is, even when the restart failed, since the kernel whose
+// variables it described is gone either way; unless the server is
+// stopping. A reset that answers its call keeps the history when the
+// restart fails, and says so.
+func (s *Engine) afterRestart(ss *Session, clearHistory bool, restartErr error, late bool) (string, error) {
+	if restartErr != nil {
+		if !late || !clearHistory || s.ctx.Err() != nil {
+			kept := " Its history is kept."
+			if !late {
+				kept = ""
+			}
+			return "", fmt.Errorf("session %q: restart failed: %v.%s The next call starts a fresh kernel", ss.id, restartErr, kept)
+		}
+		how := "its history was cleared, as the reset said"
+		if err := s.clearHistory(ss); err != nil && !errors.Is(err, history.ErrNotDurable) {
+			how = fmt.Sprintf("its history was to be cleared, as the reset said, but it could not be (%v)", err)
+		}
+		return "", fmt.Errorf("session %q: restart failed: %v; %s. The next call starts a fresh kernel", ss.id, restartErr, how)
 	}
 	msg := "Kernel restarted: the namespace is empty; history is kept."
 	if clearHistory {
@@ -223,6 +292,9 @@ func (s *Engine) reset(ctx context.Context, ss *Session, clearHistory bool) (str
 		msg = "Session reset: fresh kernel, empty namespace, history cleared."
 		if err != nil {
 			msg += fmt.Sprintf(" The history file was rewritten, but: %v", err)
+		}
+		if behind := ss.HistoryBacklog(); behind != nil {
+			msg += " " + behind.Note()
 		}
 	}
 	return msg, nil
@@ -328,7 +400,8 @@ func (ss *Session) HistoryLen() int {
 }
 
 // Record appends an entry to the session's history (run_notebook's cells
-// that are not run).
+// that are not run). A write to the history file that failed is kept for
+// later: HistoryBacklog tells it.
 func (ss *Session) Record(e history.Entry) { ss.eng.record(ss, e) }
 
 // Record appends an entry to the session's history as part of run r, which
@@ -340,7 +413,7 @@ func (r *Run) Record(e history.Entry) {
 	if e.Run == "" {
 		e.Run = r.id
 	}
-	i := r.ss.eng.record(r.ss, e)
+	i, _ := r.ss.eng.record(r.ss, e)
 	r.mu.Lock()
 	r.blocks = append(r.blocks, i)
 	r.mu.Unlock()
@@ -350,7 +423,8 @@ func (r *Run) Record(e history.Entry) {
 // rules), or with end nil the one at start, which must exist; the caller
 // holds the session's turn. It returns the entries it removed and how many
 // remain; a history file that could not be rewritten durably is reported
-// with history.ErrNotDurable (the entries are gone either way).
+// with history.ErrNotDurable (the entries are gone either way), and one the
+// disk had no room for by the session's HistoryBacklog.
 func (ss *Session) DeleteHistory(start, end *int) (removed []Removed, left int, err error) {
 	ss.mu.Lock()
 	n := len(ss.hist)
@@ -432,6 +506,8 @@ func (ss *Session) deleteAt(idx []int, n int) (removed []Removed, left int, err 
 		kept = append(kept, e)
 	}
 	ss.mu.Unlock()
+	// A rewrite the disk refused is kept and done once it has room: the
+	// session's HistoryBacklog says so, and err is nil.
 	err = ss.eng.rewriteHistory(ss, kept)
 	if err != nil && !errors.Is(err, history.ErrNotDurable) {
 		return removed, len(kept), fmt.Errorf("blocks deleted in memory, but the history file could not be rewritten: %v", err)

@@ -134,7 +134,7 @@ func (s *Engine) waitTurnAs(ctx context.Context, ss *Session, place Place, j *jo
 		}
 		select {
 		case <-j.turn:
-			if err := ss.CheckRegistered(); err != nil {
+			if err := ss.checkTurn(); err != nil {
 				ss.leave(j)
 				return nil, err
 			}

@@ -116,3 +116,69 @@ func TestCreateAnswersWithinMaxWait(t *testing.T) {
 		return
 	}
 }
+
+// A reset that outlasts MaxWait and then fails is reported by the next call
+// in the session's turn, once, as the reset's answer promised; and the
+// history it was to clear is cleared, as the answer said, since the old
+// kernel is gone. Before, the outcome went to a channel nobody read: the
+// next call ran as if nothing had happened, and the history stayed.
+func TestLateResetFailureIsReported(t *testing.T) {
+	ipytest.Require(t)
+	// An interpreter that starts normally until the marker exists, then
+	// exits after 2 s: the reset's restart, and the start after it, fail
+	// after MaxWait.
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "fail")
+	script := filepath.Join(dir, "python-failing")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nif [ -e "+marker+" ]; then sleep 2; exit 3; fi\nexec python3 \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEngine(t, Config{PoolSize: 0, Python: script, MaxWait: time.Second, StartTimeout: 2 * time.Minute})
+	ss, err := e.LookupOrCreate("late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := runCode(t, e, ss, "x = 1"); b.Status != "ok" {
+		t.Fatalf("x = 1: %s", b.Status)
+	}
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	msg, err := e.Reset(ctx, ss, nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "still restarting its kernel") || !strings.Contains(msg, "reports it if it failed") {
+		t.Fatalf("reset of a kernel whose restart fails after the max wait: %q", msg)
+	}
+	// WaitTurn gives up after MaxWait (1 s) while the reset goes on: ask
+	// again until it has ended.
+	for {
+		release, err := e.WaitTurn(ctx, ss, nil)
+		if err == nil {
+			release()
+			t.Fatal("the call after a reset that failed got its turn without a word of the failure")
+		}
+		if strings.Contains(err.Error(), "stayed busy") && ctx.Err() == nil {
+			continue
+		}
+		if !strings.Contains(err.Error(), "reset_session") || !strings.Contains(err.Error(), "failed") || !strings.Contains(err.Error(), "history was cleared") {
+			t.Fatalf("the call after a reset that failed: %v", err)
+		}
+		t.Logf("the call after the failed reset: %v", err)
+		break
+	}
+	if n := ss.HistoryLen(); n != 0 {
+		t.Fatalf("history after a reset_session that said it clears it: %d entries", n)
+	}
+	// Reported once: the next call runs, in a fresh kernel.
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	b := runCode(t, e, ss, "x")
+	if b.Status != "error" || b.Result.Error == nil || b.Result.Error.EName != "NameError" {
+		t.Fatalf("after the failed reset x should be gone: status %s, error %+v", b.Status, b.Result.Error)
+	}
+}

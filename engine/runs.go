@@ -204,7 +204,7 @@ func (r *Run) execute(s *Engine, work Work) {
 		r.finish(nil, fmt.Errorf("run %s was cancelled before it started (it was queued behind earlier calls in session %q); nothing ran", r.id, r.ss.id))
 		return
 	}
-	if err := r.ss.CheckRegistered(); err != nil {
+	if err := r.ss.checkTurn(); err != nil {
 		r.finish(nil, err)
 		return
 	}

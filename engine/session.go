@@ -89,6 +89,10 @@ type Session struct {
 	// code (complete, run_notebook's language check) leaves it for the next
 	// run. Nil after a deliberate restart.
 	unreported error
+	// lateReset is how a reset_session that went on after its call
+	// returned failed, until the next call in the session's turn reports
+	// it (checkTurn).
+	lateReset error
 	// restoreNote says what restoring the history file had to leave out or
 	// set aside; list_sessions shows it, and the first run too.
 	restoreNote      string
@@ -386,6 +390,7 @@ func (ss *Session) Describe() SessionInfo {
 		info.Run = &v
 	}
 	info.QueuedRuns = ss.QueuedRuns()
+	info.HistoryUnsaved = ss.HistoryBacklog()
 	return info
 }
 

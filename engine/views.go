@@ -21,6 +21,9 @@ type SessionInfo struct {
 	MemoryRSS   int64             `json:"memory_rss_bytes,omitempty"`
 	Packages    map[string]string `json:"packages,omitempty"`
 	History     int               `json:"history_count"`
+	// HistoryUnsaved is what of the history is not in the session's
+	// history file yet (a full disk); nil when all of it is.
+	HistoryUnsaved *HistoryBacklog `json:"history_unsaved,omitempty"`
 	// Run is the run in progress, if any; QueuedRuns counts those waiting
 	// behind it.
 	Run        *RunView `json:"run,omitempty"`

@@ -48,6 +48,12 @@ type record struct {
 // a crash; a crash in the middle of an Append leaves at most a torn last
 // line, which Open drops.
 //
+// A write that fails (a full disk) is not dropped: the Store keeps it, in
+// order, and writes it before anything later, at the next Append or Rewrite,
+// at Flush, and every RetryInterval until it is written. So the file never
+// holds a later entry without an earlier one, and once the disk has room it
+// holds what the caller gave the Store. Backlog tells what waits.
+//
 // Session ids are used as file names as they are when they consist of
 // lower-case ASCII letters, digits, '-', '_' and '.' (not leading); any
 // other byte, upper-case letters included, is written as %XX, so every id
@@ -59,13 +65,41 @@ type record struct {
 // A Store is safe for concurrent use. It does not lock the file against
 // other processes: one server owns a state folder.
 type Store struct {
-	mu   sync.Mutex
-	dir  string
-	path string
-	f    *os.File // nil once closed
-	size int64    // bytes of valid records; the next Append writes here
-	tail bool     // bytes past size, left by a failed write, may remain
+	mu     sync.Mutex
+	dir    string
+	path   string
+	f      *os.File // nil once closed, or while a failed Rewrite left it shut
+	closed bool
+	size   int64 // bytes of valid records; the next Append writes here
+	tail   bool  // bytes past size, left by a failed write, may remain
+
+	// What waits to be written, in this order: a whole file (a Rewrite
+	// that failed), then entry lines (Appends that failed or came after
+	// one that did). err is why the last attempt failed.
+	rewrite  []byte
+	pending  [][]byte
+	err      error
+	retry    *time.Timer
+	onCaught func()
 }
+
+// RetryInterval is how often a Store that could not write (a full disk)
+// tries again on its own, besides at every Append, Rewrite and Flush.
+var RetryInterval = 5 * time.Second
+
+// Backlog is what a Store holds that is not in its file yet.
+type Backlog struct {
+	// Entries counts the appended entries that wait to be written.
+	Entries int
+	// Rewrite is set when a Rewrite waits: the file still holds the
+	// history as it was before it.
+	Rewrite bool
+	// Err is why the last write failed.
+	Err error
+}
+
+// Behind reports whether anything waits to be written.
+func (b Backlog) Behind() bool { return b.Entries > 0 || b.Rewrite }
 
 // Create makes a new store for meta.SessionID in dir, truncating any
 // existing one, and writes the meta record, fsynced.
@@ -257,20 +291,136 @@ func encodeRecord(rec record) ([]byte, error) {
 
 // Append writes e as one line and fsyncs it. A failed write is cut back off
 // the file, so a failure never leaves a torn line behind a later Append.
+// If the line cannot be written, or an earlier write still waits (see
+// Backlog), e is kept and written after it once the disk has room, and
+// the error says why it is not written yet. Only an entry that cannot be
+// encoded is refused and not kept.
 func (s *Store) Append(e Entry) error {
 	line, err := encodeRecord(record{Entry: &e})
 	if err != nil {
 		return fmt.Errorf("history: append to %s: %w", s.path, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
-		return ErrClosed
-	}
-	if err := s.writeLocked(line); err != nil {
+	if err := s.flush(line); err != nil {
 		return fmt.Errorf("history: append to %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// Flush writes what waits (see Backlog) now. It returns nil when nothing
+// waits any more.
+func (s *Store) Flush() error {
+	if err := s.flush(nil); err != nil {
+		return fmt.Errorf("history: write %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Backlog is what waits to be written; the zero Backlog when the file
+// holds everything.
+func (s *Store) Backlog() Backlog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := Backlog{Entries: len(s.pending), Rewrite: s.rewrite != nil}
+	if b.Behind() {
+		b.Err = s.err
+	}
+	return b
+}
+
+// OnCaughtUp sets f to be called, outside the Store's lock, each time a
+// Store that was behind has written everything that waited.
+func (s *Store) OnCaughtUp(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onCaught = f
+}
+
+// flush queues line (if any) behind what waits and writes it all.
+func (s *Store) flush(line []byte) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if line != nil {
+		s.pending = append(s.pending, line)
+	}
+	caught, err := s.flushLocked()
+	s.mu.Unlock()
+	if caught != nil {
+		caught()
+	}
+	return err
+}
+
+// flushLocked writes the waiting rewrite, then the waiting lines one by
+// one, in order, and stops at the first that fails: a later line is never
+// written before an earlier one. While something still waits, a retry is
+// armed. caught is the OnCaughtUp function to call, once the lock is
+// released, when the Store was behind and is no more.
+func (s *Store) flushLocked() (caught func(), err error) {
+	if s.rewrite != nil {
+		if err := s.replaceLocked(s.rewrite); err != nil && !errors.Is(err, ErrNotDurable) {
+			return nil, s.failedLocked(err)
+		}
+		s.rewrite = nil
+	}
+	if len(s.pending) > 0 && s.f == nil {
+		// A Rewrite could not open the file again after replacing it.
+		f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, s.failedLocked(err)
+		}
+		s.f = f
+	}
+	for len(s.pending) > 0 {
+		if err := s.writeLocked(s.pending[0]); err != nil {
+			return nil, s.failedLocked(err)
+		}
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
+	}
+	return s.caughtUpLocked(), nil
+}
+
+// caughtUpLocked clears the backlog's state once nothing waits, and
+// returns the OnCaughtUp function to call if the Store was behind.
+func (s *Store) caughtUpLocked() func() {
+	behind := s.err != nil
+	s.pending, s.rewrite, s.err = nil, nil, nil
+	if s.retry != nil {
+		s.retry.Stop()
+		s.retry = nil
+	}
+	if behind {
+		return s.onCaught
+	}
+	return nil
+}
+
+// failedLocked notes err as why the Store is behind, arms a retry, and
+// returns err.
+func (s *Store) failedLocked(err error) error {
+	s.err = err
+	if s.retry == nil {
+		s.retry = time.AfterFunc(RetryInterval, s.retryFlush)
+	}
+	return err
+}
+
+// retryFlush is the timer's try; a failure arms the next.
+func (s *Store) retryFlush() {
+	s.mu.Lock()
+	s.retry = nil
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	caught, _ := s.flushLocked()
+	s.mu.Unlock()
+	if caught != nil {
+		caught()
+	}
 }
 
 // writeLocked writes b at the end of the valid records and fsyncs. A
@@ -296,9 +446,11 @@ func (s *Store) writeLocked(b []byte) error {
 
 // Rewrite replaces the file with meta and entries atomically: a temporary
 // file is written and fsynced, renamed over the history file, and the
-// folder fsynced. If it fails, the old file is still there, whole, except
-// for an error that matches ErrNotDurable: the new file is in place then,
-// and only the folder sync failed.
+// folder fsynced. The new content replaces whatever waited to be written
+// (see Backlog): entries holds them. If it fails, the old file is still
+// there, whole, and the new content waits to be written in its place, as a
+// failed Append does; except for an error that matches ErrNotDurable: the
+// new file is in place then, and only the folder sync failed.
 func (s *Store) Rewrite(meta Meta, entries []Entry) error {
 	var buf bytes.Buffer
 	line, err := encodeRecord(record{Meta: &meta})
@@ -314,42 +466,57 @@ func (s *Store) Rewrite(meta Meta, entries []Entry) error {
 		buf.Write(line)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
+	if s.closed {
+		s.mu.Unlock()
 		return ErrClosed
 	}
-	// Windows cannot rename over a file that is open: close it first.
-	if err := s.f.Close(); err != nil {
-		s.f = nil
-		return fmt.Errorf("history: rewrite %s: %w", s.path, err)
+	var caught func()
+	err = s.replaceLocked(buf.Bytes())
+	if err != nil && !errors.Is(err, ErrNotDurable) {
+		s.rewrite, s.pending = buf.Bytes(), nil
+		s.failedLocked(err)
+	} else {
+		caught = s.caughtUpLocked()
 	}
-	s.f = nil
-	werr := writeFileAtomic(s.path, buf.Bytes(), 0o600, 0o700)
-	if werr == nil || errors.Is(werr, ErrNotDurable) {
-		// Renamed into place: the new content is the file now, and the
-		// next Append goes after it, even if the folder sync failed.
-		s.size, s.tail = int64(buf.Len()), false
+	s.mu.Unlock()
+	if caught != nil {
+		caught()
 	}
-	f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("history: rewrite %s: %w", s.path, errors.Join(werr, err))
-	}
-	s.f = f
-	if werr != nil {
-		return fmt.Errorf("history: rewrite %s: %w", s.path, werr)
+		return fmt.Errorf("history: rewrite %s: %w", s.path, err)
 	}
 	return nil
 }
 
-// Remove closes the store and deletes its file. A file that is already
-// gone is not an error.
+// replaceLocked puts content in place of the file, atomically. The file is
+// open again afterwards unless even that failed; the next write opens it.
+func (s *Store) replaceLocked(content []byte) error {
+	// Windows cannot rename over a file that is open: close it first.
+	if s.f != nil {
+		err := s.f.Close()
+		s.f = nil
+		if err != nil {
+			return err
+		}
+	}
+	werr := writeFileAtomic(s.path, content, 0o600, 0o700)
+	if werr == nil || errors.Is(werr, ErrNotDurable) {
+		// Renamed into place: the new content is the file now, and the
+		// next Append goes after it, even if the folder sync failed.
+		s.size, s.tail = int64(len(content)), false
+	}
+	if f, err := os.OpenFile(s.path, os.O_WRONLY, 0); err == nil {
+		s.f = f
+	}
+	return werr
+}
+
+// Remove closes the store and deletes its file, with whatever waited to be
+// written to it. A file that is already gone is not an error.
 func (s *Store) Remove() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
-	}
+	s.closeLocked()
 	if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("history: remove %s: %w", s.path, err)
 	}
@@ -359,20 +526,59 @@ func (s *Store) Remove() error {
 	return nil
 }
 
-// Close closes the file. Entries already appended are on disk; closing
-// twice is not an error.
+// Close writes what waits to be written, if it can, and closes the file.
+// Entries already appended are on disk; the error says how many could not
+// be written. Closing twice is not an error.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	var lost error
+	if s.rewrite != nil || len(s.pending) > 0 {
+		if _, err := s.flushLocked(); err != nil {
+			lost = fmt.Errorf("history: close %s: %s could not be written: %w", s.path, s.backlogWords(), err)
+		}
+	}
+	err := s.closeLocked()
+	if lost != nil {
+		return lost
+	}
+	if err != nil {
+		return fmt.Errorf("history: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// backlogWords says what waits to be written, for an error.
+func (s *Store) backlogWords() string {
+	n := len(s.pending)
+	switch {
+	case s.rewrite != nil && n > 0:
+		return fmt.Sprintf("the history as rewritten and %d later entries", n)
+	case s.rewrite != nil:
+		return "the history as rewritten"
+	case n == 1:
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
+}
+
+// closeLocked closes the file, stops retrying and drops the backlog.
+func (s *Store) closeLocked() error {
+	s.closed = true
+	s.pending, s.rewrite, s.err = nil, nil, nil
+	if s.retry != nil {
+		s.retry.Stop()
+		s.retry = nil
+	}
 	if s.f == nil {
 		return nil
 	}
 	err := s.f.Close()
 	s.f = nil
-	if err != nil {
-		return fmt.Errorf("history: close %s: %w", s.path, err)
-	}
-	return nil
+	return err
 }
 
 // Sessions lists the ids of the sessions that have a store in dir, sorted.

@@ -46,8 +46,13 @@ type RunOutput struct {
 	Truncated bool        `json:"truncated"`
 	ElapsedMS int64       `json:"elapsed_ms"`
 	// Note says what happened to the session beyond the code's own output:
-	// a timeout, an interrupt, a kernel death or restart.
+	// a timeout, an interrupt, a kernel death or restart, a history file
+	// that is behind.
 	Note string `json:"note,omitempty"`
+	// HistoryUnsaved is set when the block could not be written to the
+	// session's history file (a full disk): it is kept in memory and
+	// written once the disk has room.
+	HistoryUnsaved *engine.HistoryBacklog `json:"history_unsaved,omitempty"`
 	// Blocks lists the history blocks re-run, for run_code with start/end
 	// and rerun_code; the fields above then describe the last block run.
 	Blocks []BlockSummary `json:"blocks,omitempty"`

@@ -60,6 +60,10 @@ type DeleteHistoryOutput struct {
 	SessionID string         `json:"session_id"`
 	Removed   []RemovedBlock `json:"removed"`
 	Left      int            `json:"left"`
+	// HistoryUnsaved is set when the history file could not be rewritten
+	// (a full disk): the delete is kept in memory and written once the
+	// disk has room.
+	HistoryUnsaved *engine.HistoryBacklog `json:"history_unsaved,omitempty"`
 }
 
 // RemovedBlock is a block delete_history removed.
@@ -196,6 +200,9 @@ func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in
 	fmt.Fprintf(&b, "Deleted %d block(s) from session %q; %d remain.", len(removed), ss.ID(), left)
 	if err != nil {
 		fmt.Fprintf(&b, " The history file was rewritten, but: %v", err)
+	}
+	if out.HistoryUnsaved = ss.HistoryBacklog(); out.HistoryUnsaved != nil {
+		b.WriteString(" " + out.HistoryUnsaved.Note())
 	}
 	for _, r := range removed {
 		line := firstLine(r.Entry.Code)
@@ -417,7 +424,7 @@ func (s *Server) rerunInPlace(ctx context.Context, r *engine.Run, ss *engine.Ses
 		if err != nil {
 			return errResult[RunOutput]("re-running block [%d]: %v", n, err)
 		}
-		out := RunOutput{SessionID: ss.ID(), RunID: r.ID(), Displays: []Display{}, Status: b.Status, Note: b.Note, ElapsedMS: b.Elapsed().Milliseconds()}
+		out := RunOutput{SessionID: ss.ID(), RunID: r.ID(), Displays: []Display{}, Status: b.Status, Note: b.Note, ElapsedMS: b.Elapsed().Milliseconds(), HistoryUnsaved: b.HistoryUnsaved}
 		c := s.renderFor(ss, b.Result, &out, b.Shown)
 		sum := BlockSummary{Block: n, Status: out.Status, ExecutionCount: out.ExecutionCount, Outputs: "same"}
 		lo, hi := n-1, n

@@ -160,7 +160,11 @@ func (s *Server) loadCells(ss *engine.Session, path string, cells []history.Cell
 	msg := fmt.Sprintf("Loaded %d cells of %s into session %q's history without running them (code cells %d to %d, and %d text cells): blocks [%d] to [%d], 0-based %d to %d. "+
 		"run_code {\"session_id\": %q, \"start\": %d} runs them in the live kernel, rerun_code with the same start in a fresh one; save_notebook writes them back.",
 		len(cells), filepath.Base(path), ss.ID(), lo, hi-1, md, first+1, first+len(cells), first, first+len(cells)-1, ss.ID(), first)
-	return textResult(msg), RunOutput{SessionID: ss.ID(), Status: "ok", Displays: []Display{}, Note: msg}, nil
+	behind := ss.HistoryBacklog()
+	if behind != nil {
+		msg += "\n" + behind.Note()
+	}
+	return textResult(msg), RunOutput{SessionID: ss.ID(), Status: "ok", Displays: []Display{}, Note: msg, HistoryUnsaved: behind}, nil
 }
 
 // cellLabel names a code cell in a result: its index among the code cells

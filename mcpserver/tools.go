@@ -259,7 +259,7 @@ func (s *Server) runBlock(ctx context.Context, r *engine.Run, ss *engine.Session
 	if err != nil {
 		return nil, out, err
 	}
-	out.Status, out.Note, out.ElapsedMS = b.Status, b.Note, b.Elapsed().Milliseconds()
+	out.Status, out.Note, out.ElapsedMS, out.HistoryUnsaved = b.Status, b.Note, b.Elapsed().Milliseconds(), b.HistoryUnsaved
 	return s.renderFor(ss, b.Result, &out, b.Shown), out, nil
 }
 
@@ -542,6 +542,9 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	text.WriteString(remoteStatus(ctx, k, &info))
 	fmt.Fprintf(&text, "History entries: %d\n", info.History)
+	if info.HistoryUnsaved != nil {
+		text.WriteString(info.HistoryUnsaved.Note() + "\n")
+	}
 	if r := info.Run; r != nil {
 		fmt.Fprintf(&text, "Run in progress: %s (%s), %s for %.1f s", r.RunID, r.Tool, r.Status, float64(r.ElapsedMS)/1000)
 		if r.Progress != "" {
