@@ -115,12 +115,7 @@ func (s *Server) viewRun(ctx context.Context, _ *mcp.CallToolRequest, in ViewRun
 	lang := ss.Describe().Language
 	out := ViewRunOutput{Cursor: snap.Cursor, Done: snap.View.Status == engine.StatusDone}
 	if out.Done {
-		for _, i := range snap.Blocks {
-			lo, hi := i, i+1
-			if entries, _ := ss.Slice(&lo, &hi); len(entries) == 1 {
-				out.Cells = append(out.Cells, engine.EntryCell(ss.ID(), r.ID(), lang, i, entries[0]))
-			}
-		}
+		out.Cells = ss.RunCells(r, lang)
 	}
 	if len(out.Cells) == 0 {
 		// A run going on; or one that recorded nothing (it failed to
