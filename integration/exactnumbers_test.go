@@ -107,6 +107,10 @@ func TestStructuredContentKeepsBigIntegers(t *testing.T) {
 		}
 	}
 
+	if v := log.structuredRaw(s, "run_code", map[string]any{"code": "2**64 + 1"}); v["result"] != "18446744073709551617" {
+		t.Errorf("run_code 2**64 + 1: result %v", v["result"])
+	}
+
 	v := log.structuredRaw(s, "list_variables", nil)
 	vars, _ := v["variables"].([]any)
 	found := false

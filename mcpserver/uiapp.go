@@ -85,12 +85,13 @@ func (s *Server) addApp() {
 	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: cellURI, MIMEType: appMIMEType, Text: cellHTML, Meta: uiMeta}}}, nil
 	})
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	view := &mcp.Tool{
 		Name:        viewRunTool,
 		Description: "For the cell view only: a run's state and the outputs that arrived after cursor, or once it is done its recorded cells. Takes nothing from wait_run.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Meta:        mcp.Meta{"ui": map[string]any{"resourceUri": cellURI, "visibility": []string{"app"}}},
-	}, s.viewRun)
+	}
+	mcp.AddTool(s.mcp, view, exactOutput(view, s.viewRun))
 	s.mcp.AddReceivingMiddleware(s.appOnly)
 }
 
