@@ -69,6 +69,32 @@ func LiveCell(r *Run, language string, snap RunSnapshot) Cell {
 	return c
 }
 
+// RunCells are the history cells run r recorded, found by the run id each
+// entry keeps, in history order. The indices r noted as it recorded them
+// (RunSnapshot.Blocks) hold only while it runs: once it is done, a
+// delete_history moves the blocks after the ones deleted, and the indices
+// then name another run's blocks. A block re-run in place since belongs to
+// the run that re-ran it.
+func (ss *Session) RunCells(r *Run, language string) []Cell {
+	type block struct {
+		i int
+		e history.Entry
+	}
+	var mine []block
+	ss.mu.Lock()
+	for i, e := range ss.hist {
+		if e.Run == r.id {
+			mine = append(mine, block{i, e})
+		}
+	}
+	ss.mu.Unlock()
+	cells := make([]Cell, 0, len(mine))
+	for _, b := range mine {
+		cells = append(cells, EntryCell(ss.id, r.id, language, b.i, b.e))
+	}
+	return cells
+}
+
 // Cells is the session's notebook as the views show it: its history, then
 // its runs still queued or running with what they printed so far. A
 // history cell a live run recorded carries its run id, and a live run

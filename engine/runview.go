@@ -50,7 +50,8 @@ type RunSnapshot struct {
 	// growing: the recorded blocks still have the outputs history keeps.
 	Truncated bool
 	// Blocks are the 0-based history indices of the entries the run
-	// recorded, in order; a later delete_history may shift them.
+	// recorded, in order; a delete_history after the run may shift them
+	// (Session.RunCells finds a finished run's blocks by its id).
 	Blocks []int
 	// ExecutionCount is the current block's, 0 while unknown.
 	ExecutionCount int

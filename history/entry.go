@@ -57,6 +57,12 @@ const ByPerson = "person"
 // cell).
 func (e Entry) IsCode() bool { return e.CellType == "" || e.CellType == "code" }
 
+// Failed reports whether the block did not succeed: status error, timeout
+// or interrupted.
+func (e Entry) Failed() bool {
+	return e.Status == "error" || e.Status == "timeout" || e.Status == "interrupted"
+}
+
 // Cap returns e with each text field (stream Text, text/* MIME values,
 // traceback) longer than textLimit characters cut in the middle with a note
 // "... [N characters omitted] ...", and each MIME value (e.g. a base64 image)

@@ -31,6 +31,13 @@ type NotebookMeta struct {
 // metadata.kernel_mcp. The notebook's metadata has kernelspec {name,
 // display_name, language} and language_info {name, version}.
 func Notebook(entries []Entry, first int, meta NotebookMeta) ([]byte, error) {
+	return NotebookWithout(entries, first, meta, nil)
+}
+
+// NotebookWithout is Notebook without the entries skip reports (nil: none).
+// The cells kept keep their numbers, so that "cell-<N>" still names block
+// [N] of the transcript; the ids skip the blocks left out.
+func NotebookWithout(entries []Entry, first int, meta NotebookMeta, skip func(Entry) bool) ([]byte, error) {
 	if meta.KernelName == "" {
 		meta.KernelName = "python3"
 	}
@@ -46,7 +53,9 @@ func Notebook(entries []Entry, first int, meta NotebookMeta) ([]byte, error) {
 	}
 	cells := make([]any, 0, len(entries))
 	for i, e := range entries {
-		cells = append(cells, notebookCell(e, first+i))
+		if skip == nil || !skip(e) {
+			cells = append(cells, notebookCell(e, first+i))
+		}
 	}
 	nb := map[string]any{
 		"cells": cells,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -379,5 +380,37 @@ func TestMarkdownEntry(t *testing.T) {
 	}
 	if got := Script(entries, 1, "s"); !strings.Contains(got, "# %% [1] [markdown]\n# # Title\n# Some *text*.\n") {
 		t.Errorf("script:\n%s", got)
+	}
+}
+
+// A notebook without the failed blocks names each cell kept for its block,
+// as the transcript numbers it.
+func TestNotebookWithoutKeepsNumbers(t *testing.T) {
+	entries := []Entry{
+		{Code: "x = 1", Status: "ok"},
+		{Code: "1/0", Status: "error"},
+		{Code: "sleep", Status: "timeout"},
+		{Code: "loop", Status: "interrupted"},
+		{Code: "print(x)", Status: "ok"},
+	}
+	nb, err := NotebookWithout(entries, 3, NotebookMeta{}, Entry.Failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateNotebook(t, nb)
+	var doc struct {
+		Cells []struct {
+			ID string `json:"id"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(nb, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range doc.Cells {
+		ids = append(ids, c.ID)
+	}
+	if want := []string{"cell-3", "cell-7"}; !slices.Equal(ids, want) {
+		t.Errorf("cell ids %v, want %v", ids, want)
 	}
 }

@@ -141,6 +141,13 @@ func startServerFull(t testing.TB, client *mcp.Client, env []string, args ...str
 // stderr logged if the test failed.
 func connectCmd(t testing.TB, cmd *exec.Cmd, client *mcp.Client) *server {
 	t.Helper()
+	return connectVia(t, cmd, client, nil)
+}
+
+// connectVia is connectCmd with the client's transport wrapped by wrap
+// (nil: as it is), e.g. to see the JSON the server wrote.
+func connectVia(t testing.TB, cmd *exec.Cmd, client *mcp.Client, wrap func(mcp.Transport) mcp.Transport) *server {
+	t.Helper()
 	s := &server{t: t, cmd: cmd, stderr: &lockedBuffer{}, progress: make(chan *mcp.ProgressNotificationParams, 100)}
 	cmd.Stderr = s.stderr
 	if client == nil {
@@ -155,7 +162,11 @@ func connectCmd(t testing.TB, cmd *exec.Cmd, client *mcp.Client) *server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	var tr mcp.Transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}
+	if wrap != nil {
+		tr = wrap(tr)
+	}
+	cs, err := client.Connect(ctx, tr, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nserver stderr:\n%s", err, s.stderr.String())
 	}

@@ -290,6 +290,10 @@ func TestSaveNotebookSkipErrors(t *testing.T) {
 			t.Fatalf("a failed block is in the notebook: %s", src)
 		}
 	}
+	// The cells kept are still named for their blocks: cell-5 is [5].
+	if cells[0]["id"] != "cell-1" || cells[1]["id"] != "cell-5" {
+		t.Errorf("cell ids %v and %v, want cell-1 and cell-5 (blocks [1] and [5])", cells[0]["id"], cells[1]["id"])
+	}
 	// Without it, every block is there.
 	if res := s.call("save_notebook", map[string]any{"session_id": "se", "path": path}); res.IsError || len(notebookCells(t, path)) != 5 {
 		t.Fatalf("save_notebook: %s", text(res))

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -131,4 +132,32 @@ for c in nb.cells:
 		t.Fatalf("after quitting the debugger: %+v", fin)
 	}
 	s.run("tb", "%pdb off")
+}
+
+// A display formatter that raises as the last expression is shown (plotly
+// without nbformat raises ValueError in _repr_mimebundle_): the cell fails
+// as in a notebook, and its headline names that exception, not the
+// "NoneType: None" of the reply, with its traceback shown once.
+func TestFormatterErrorHeadline(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, c := range []struct{ method, evalue string }{
+		{"_repr_mimebundle_(self, include=None, exclude=None)", "Mime type rendering requires nbformat>=4.2.0 but it is not installed"},
+		{"_repr_html_(self)", "html broke"},
+		{"_ipython_display_(self)", "display broke"},
+	} {
+		code := "class Fig:\n    def " + c.method + ":\n        raise ValueError(" + strconv.Quote(c.evalue) + ")\nFig()"
+		res, out := s.run("fmt", code)
+		body := text(res)
+		if !res.IsError || out.Status != "error" || out.Error == nil || out.Error.EName != "ValueError" || out.Error.EValue != c.evalue {
+			t.Errorf("%s: isError %v, status %s, error %+v\n%s", c.method, res.IsError, out.Status, out.Error, body)
+			continue
+		}
+		if !strings.HasPrefix(body, "ValueError on line 3: "+c.evalue) || strings.Contains(body, "NoneType") {
+			t.Errorf("%s: the headline must name the ValueError:\n%s", c.method, body)
+		}
+		if n := strings.Count(body, "ValueError Traceback"); n != 1 || !strings.Contains(out.Error.Traceback, "raise ValueError") {
+			t.Errorf("%s: the traceback must be shown once (%d) and kept:\n%s", c.method, n, body)
+		}
+	}
 }

@@ -49,6 +49,30 @@ func (c *collector) flush() {
 	}
 }
 
+// finish ends the collection, once the reply and the outputs are in (they
+// come on different sockets, in either order): the last stream's text is
+// final, and a failure the reply names no exception for gets the one its
+// traceback showed. IPython fails a cell whose display formatter raised
+// (plotly's "Mime type rendering requires nbformat", a _repr_html_ that
+// raises) with no exception recorded: the reply's ename is "NoneType" and
+// its evalue "None", while the error output names the real one.
+func (c *collector) finish() {
+	c.flush()
+	e := c.res.Error
+	if e == nil || (e.EName != "NoneType" && e.EName != "") {
+		return
+	}
+	for i := len(c.res.Outputs) - 1; i >= 0; i-- {
+		if o := c.res.Outputs[i]; o.Type == OutputError && o.EName != "" {
+			e.EName, e.EValue = o.EName, o.EValue
+			if len(e.Traceback) == 0 {
+				e.Traceback = o.Traceback
+			}
+			return
+		}
+	}
+}
+
 func (c *collector) reply(content json.RawMessage) {
 	var r executeReply
 	if err := json.Unmarshal(content, &r); err != nil {

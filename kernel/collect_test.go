@@ -91,6 +91,31 @@ func TestCollectorErrorFollowsReply(t *testing.T) {
 	}
 }
 
+// A display formatter that raises fails the cell with a reply that names
+// no exception ("NoneType: None", as ipykernel 7 sends it); the error is
+// the one its error output shows, whichever came first.
+func TestCollectorFormatterError(t *testing.T) {
+	reply := []byte(`{"status": "error", "ename": "NoneType", "evalue": "None", "traceback": ["tb"]}`)
+	errOut := []byte(`{"ename": "ValueError", "evalue": "Mime type rendering requires nbformat>=4.2.0 but it is not installed", "traceback": ["tb"]}`)
+	result := []byte(`{"data": {"text/plain": "<A>"}, "metadata": {}, "execution_count": 1}`)
+	for _, replyFirst := range []bool{true, false} {
+		res := &ExecuteResult{}
+		c := newCollector(res, ExecuteOptions{})
+		if replyFirst {
+			c.reply(reply)
+		}
+		c.iopub("error", errOut)
+		c.iopub("execute_result", result)
+		if !replyFirst {
+			c.reply(reply)
+		}
+		c.finish()
+		if e := res.Error; e == nil || e.EName != "ValueError" || !strings.HasPrefix(e.EValue, "Mime type rendering") || len(e.Traceback) != 1 {
+			t.Errorf("reply first %v: Error %+v, want the ValueError", replyFirst, e)
+		}
+	}
+}
+
 // Stream text keeps joining its output across an update_display_data, and
 // outputs past MaxOutputs are counted, not written into a stream already
 // closed: each case is the message sequence a cell sends.

@@ -115,7 +115,7 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 	}
 
 	col := newCollector(res, opts)
-	defer col.flush()
+	defer col.finish()
 	// Questions asked through stdin are answered on goroutines of their
 	// own, so that the loop below keeps reading output and can interrupt.
 	inputCtx, stopInput := context.WithCancel(context.Background())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -231,9 +230,11 @@ func (s *Server) export(in ExportInput, what string, render func([]history.Entry
 	return s.exportSome(in, what, nil, render)
 }
 
-// exportSome is export of the entries keep keeps of the slice, when keep
-// is not nil; keep also says, for the result, what it left out.
-func (s *Server) exportSome(in ExportInput, what string, keep func([]history.Entry) ([]history.Entry, string), render func([]history.Entry, int, *engine.Session) ([]byte, error)) (*mcp.CallToolResult, ExportOutput, error) {
+// exportSome is export of a slice that render writes without the failed
+// blocks skip reports (nil: none): render gets them all, so that the
+// blocks it keeps keep their numbers, and the result counts those and
+// says how many were left out.
+func (s *Server) exportSome(in ExportInput, what string, skip func(history.Entry) bool, render func([]history.Entry, int, *engine.Session) ([]byte, error)) (*mcp.CallToolResult, ExportOutput, error) {
 	ss, err := s.eng.Lookup(sessionOr(in.SessionID))
 	if err != nil {
 		return errResult[ExportOutput]("%v", err)
@@ -243,9 +244,16 @@ func (s *Server) exportSome(in ExportInput, what string, keep func([]history.Ent
 		return errResult[ExportOutput]("cannot write the %s: %v", what, err)
 	}
 	entries, first := ss.Slice(in.Start, in.End)
-	note := ""
-	if keep != nil {
-		entries, note = keep(entries)
+	blocks, note := len(entries), ""
+	if skip != nil {
+		left := 0
+		for _, e := range entries {
+			if skip(e) {
+				left++
+			}
+		}
+		blocks -= left
+		note = fmt.Sprintf("\nLeft out %d block(s) that failed (status error, timeout or interrupted).", left)
 	}
 	data, err := render(entries, first, ss)
 	if err != nil {
@@ -256,8 +264,8 @@ func (s *Server) exportSome(in ExportInput, what string, keep func([]history.Ent
 	if err := path.WriteFile(data, 0o666); err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
-	out := ExportOutput{SessionID: ss.ID(), Path: path.String(), Blocks: len(entries), Bytes: len(data)}
-	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s%s", len(entries), ss.ID(), what, path, note)), out, nil
+	out := ExportOutput{SessionID: ss.ID(), Path: path.String(), Blocks: blocks, Bytes: len(data)}
+	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s%s", blocks, ss.ID(), what, path, note)), out, nil
 }
 
 func (s *Server) exportHistory(ctx context.Context, req *mcp.CallToolRequest, in ExportInput) (*mcp.CallToolResult, ExportOutput, error) {
@@ -276,18 +284,12 @@ func (s *Server) saveScript(ctx context.Context, req *mcp.CallToolRequest, in Ex
 }
 
 func (s *Server) saveNotebook(ctx context.Context, req *mcp.CallToolRequest, in SaveNotebookInput) (*mcp.CallToolResult, ExportOutput, error) {
-	var keep func([]history.Entry) ([]history.Entry, string)
+	var skip func(history.Entry) bool
 	if in.SkipErrors {
-		keep = func(e []history.Entry) ([]history.Entry, string) {
-			n := len(e)
-			e = slices.DeleteFunc(e, func(e history.Entry) bool {
-				return e.Status == "error" || e.Status == "timeout" || e.Status == "interrupted"
-			})
-			return e, fmt.Sprintf("\nLeft out %d block(s) that failed (status error, timeout or interrupted).", n-len(e))
-		}
+		skip = history.Entry.Failed
 	}
-	return s.exportSome(in.ExportInput, "notebook", keep, func(e []history.Entry, first int, ss *engine.Session) ([]byte, error) {
-		return history.Notebook(e, first, ss.NotebookMeta())
+	return s.exportSome(in.ExportInput, "notebook", skip, func(e []history.Entry, first int, ss *engine.Session) ([]byte, error) {
+		return history.NotebookWithout(e, first, ss.NotebookMeta(), skip)
 	})
 }
 

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -123,5 +124,57 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out])
 		s.awaitFollower()
 		return res, out, err
 	}
-	mcp.AddTool(s.mcp, t, h)
+	mcp.AddTool(s.mcp, t, exactOutput(t, h))
+}
+
+// exactOutput has h's Out encoded once, by encoding/json, into the
+// result's structured content. Given an Out, the SDK encodes it, decodes
+// that into any to check it against the output schema and encodes it
+// again: every number passes through a float64, and an integer above 2^53
+// (an id, a nanosecond timestamp) reaches the client rounded. Set as a
+// json.RawMessage, the structured content goes out as encoded. The check
+// against the schema stays, on a decoded copy.
+func exactOutput[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, any] {
+	var schema *jsonschema.Resolved
+	if sch, ok := t.OutputSchema.(*jsonschema.Schema); ok {
+		var err error
+		if schema, err = sch.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); err != nil {
+			panic(fmt.Sprintf("mcpserver: tool %s: output schema: %v", t.Name, err))
+		}
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		if res.InputRequests != nil {
+			return res, nil, nil // a question has no structured content
+		}
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encoding the output of %s: %w", t.Name, err)
+		}
+		if string(raw) == "null" {
+			return res, nil, nil // an Out of any left unset: none
+		}
+		if schema != nil {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, nil, err
+			}
+			if err := schema.Validate(&v); err != nil {
+				return nil, nil, fmt.Errorf("the output of %s does not match its schema: %w", t.Name, err)
+			}
+		}
+		res.StructuredContent = json.RawMessage(raw)
+		if res.Content == nil {
+			// As the SDK does: a client that reads no structured
+			// content finds it as text.
+			res.Content = []mcp.Content{&mcp.TextContent{Text: string(raw)}}
+		}
+		return res, nil, nil
+	}
 }

@@ -85,12 +85,13 @@ func (s *Server) addApp() {
 	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: cellURI, MIMEType: appMIMEType, Text: cellHTML, Meta: uiMeta}}}, nil
 	})
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	view := &mcp.Tool{
 		Name:        viewRunTool,
 		Description: "For the cell view only: a run's state and the outputs that arrived after cursor, or once it is done its recorded cells. Takes nothing from wait_run.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Meta:        mcp.Meta{"ui": map[string]any{"resourceUri": cellURI, "visibility": []string{"app"}}},
-	}, s.viewRun)
+	}
+	mcp.AddTool(s.mcp, view, exactOutput(view, s.viewRun))
 	s.mcp.AddReceivingMiddleware(s.appOnly)
 }
 
@@ -115,12 +116,7 @@ func (s *Server) viewRun(ctx context.Context, _ *mcp.CallToolRequest, in ViewRun
 	lang := ss.Describe().Language
 	out := ViewRunOutput{Cursor: snap.Cursor, Done: snap.View.Status == engine.StatusDone}
 	if out.Done {
-		for _, i := range snap.Blocks {
-			lo, hi := i, i+1
-			if entries, _ := ss.Slice(&lo, &hi); len(entries) == 1 {
-				out.Cells = append(out.Cells, engine.EntryCell(ss.ID(), r.ID(), lang, i, entries[0]))
-			}
-		}
+		out.Cells = ss.RunCells(r, lang)
 	}
 	if len(out.Cells) == 0 {
 		// A run going on; or one that recorded nothing (it failed to

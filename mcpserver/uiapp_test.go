@@ -297,3 +297,43 @@ func TestEntryCellAuthor(t *testing.T) {
 		t.Errorf("the assistant's entry shows as %q's", c.By)
 	}
 }
+
+// A finished run's view shows its own blocks after a delete_history moved
+// them, and none of another run's.
+func TestViewRunAfterDeleteHistory(t *testing.T) {
+	ipytest.Require(t)
+	srv, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	app := connectClient(t, ctx, srv, true)
+	runID := func(code string) string {
+		t.Helper()
+		res := call(t, ctx, app, "run_code", map[string]any{"session_id": "del", "code": code})
+		var out RunOutput
+		data, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(data, &out); err != nil || out.Status != "ok" || out.RunID == "" {
+			t.Fatalf("run_code %q: %s (%v)", code, data, err)
+		}
+		return out.RunID
+	}
+	first, second, third := runID("a = 1"), runID("b = 2"), runID("c = 3")
+	if res := call(t, ctx, app, "delete_history", map[string]any{"session_id": "del", "blocks": []int{1}}); res.IsError {
+		t.Fatalf("delete_history: %s", resultText(res))
+	}
+	for _, c := range []struct{ run, code string }{{second, "b = 2"}, {third, "c = 3"}} {
+		v := viewRun(t, ctx, app, map[string]any{"session_id": "del", "run_id": c.run})
+		if !v.Done || len(v.Cells) != 1 || v.Cells[0].Code != c.code || v.Cells[0].RunID != c.run {
+			t.Errorf("view_run %s after deleting block 1: %+v, want its one cell %q", c.run, v.Cells, c.code)
+		}
+	}
+	// The deleted block's run has no recorded cell left: the view shows
+	// its code as the run's own, not the block now in its place.
+	v := viewRun(t, ctx, app, map[string]any{"session_id": "del", "run_id": first})
+	if len(v.Cells) != 1 || v.Cells[0].Code != "a = 1" || v.Cells[0].Index != -1 {
+		t.Errorf("view_run %s, its block deleted: %+v, want its own code as a cell of no block", first, v.Cells)
+	}
+}
