@@ -14,24 +14,28 @@ import (
 // SandboxOptions confine a kernel with bubblewrap (bwrap, Linux only). The
 // kernel then runs with no capabilities, in its own user (where the host
 // lets bwrap create one), PID, IPC, UTS and (unless Network) network
-// namespaces, sees the host's filesystem read-only with every home
-// directory, /tmp, /var/tmp and /run replaced by empty private ones, and can
-// write only in its working directory (Options.Dir, which is required and
-// must be its real path: it is opened once and bound by its fd). It dies
+// namespaces, sees of the host's filesystem only the system's folders
+// (systemPaths), its interpreter and the ReadOnly paths, read-only, with an
+// empty private /tmp, /var/tmp and home, and can write only in its
+// working directory (Options.Dir, which is required and must be its real
+// path: it is opened once and bound by its fd). Nothing else is there, so
+// no Unix socket of the host's (/run, /var/lib, /mnt, the homes) can be
+// connected to: a read-only mount would not stop connect(). It dies
 // with the server. The client talks to it over ZeroMQ ipc sockets in
 // the kernel's private runtime directory, which is bound into the sandbox,
 // and interrupts it with interrupt_request messages, since its pid belongs
 // to another namespace.
 //
 // What it does not confine: CPU and memory beyond Options.MemoryLimit, the
-// environment variables the kernel is given, and files outside the hidden
-// directories that the server's user can read (read-only).
+// environment variables the kernel is given, and the files (and any Unix
+// socket) in the folders it shows that the server's user can read.
 type SandboxOptions struct {
 	// Network keeps the host's network; by default the kernel has only a
 	// loopback interface of its own.
 	Network bool
 	// ReadOnly are more paths bound into the sandbox read-only, for data or
-	// an interpreter that lives in a hidden directory.
+	// an interpreter outside the system's folders. A Unix socket in them
+	// can be connected to.
 	ReadOnly []string
 	// Hide are more paths to hide: a directory is replaced by an empty one,
 	// a file by an empty file (for a server's token file, say, or the state
