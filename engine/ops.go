@@ -350,12 +350,19 @@ func (ss *Session) Install(ctx context.Context, name string) (Install, error) {
 		return out, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
 	}
 	// pip runs in the kernel's own interpreter, as a subprocess with an
-	// argument list: no shell sees the name.
+	// argument list: no shell sees the name. Where the interpreter's
+	// site-packages cannot be written (under the sandbox, always) pip
+	// installs into the user's site-packages, which Python puts on
+	// sys.path only if it existed when the kernel started: it is added
+	// here, or the package would be importable only after a restart
+	// (which, under the sandbox, loses it).
 	ecExpr := "_kmcp_r.returncode"
-	code := fmt.Sprintf(`import subprocess as _kmcp_sp, sys as _kmcp_sys, importlib as _kmcp_il
+	code := fmt.Sprintf(`import subprocess as _kmcp_sp, sys as _kmcp_sys, importlib as _kmcp_il, site as _kmcp_site, os as _kmcp_os
 _kmcp_r = _kmcp_sp.run([_kmcp_sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", %q], capture_output=True, text=True)
 print(_kmcp_r.stdout, end="")
 print(_kmcp_r.stderr, end="", file=_kmcp_sys.stderr)
+if _kmcp_site.ENABLE_USER_SITE and _kmcp_os.path.isdir(_kmcp_site.getusersitepackages()) and _kmcp_site.getusersitepackages() not in _kmcp_sys.path:
+    _kmcp_site.addsitedir(_kmcp_site.getusersitepackages())
 _kmcp_il.invalidate_caches()
 `, name)
 	if pipViaMagic(k) {

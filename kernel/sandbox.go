@@ -14,24 +14,28 @@ import (
 // SandboxOptions confine a kernel with bubblewrap (bwrap, Linux only). The
 // kernel then runs with no capabilities, in its own user (where the host
 // lets bwrap create one), PID, IPC, UTS and (unless Network) network
-// namespaces, sees the host's filesystem read-only with every home
-// directory, /tmp, /var/tmp and /run replaced by empty private ones, and can
-// write only in its working directory (Options.Dir, which is required and
-// must be its real path: it is opened once and bound by its fd). It dies
+// namespaces, sees of the host's filesystem only the system's folders
+// (systemPaths), its interpreter and the ReadOnly paths, read-only, with an
+// empty private /tmp, /var/tmp and home, and can write only in its
+// working directory (Options.Dir, which is required and must be its real
+// path: it is opened once and bound by its fd). Nothing else is there, so
+// no Unix socket of the host's (/run, /var/lib, /mnt, the homes) can be
+// connected to: a read-only mount would not stop connect(). It dies
 // with the server. The client talks to it over ZeroMQ ipc sockets in
 // the kernel's private runtime directory, which is bound into the sandbox,
 // and interrupts it with interrupt_request messages, since its pid belongs
 // to another namespace.
 //
 // What it does not confine: CPU and memory beyond Options.MemoryLimit, the
-// environment variables the kernel is given, and files outside the hidden
-// directories that the server's user can read (read-only).
+// environment variables the kernel is given, and the files (and any Unix
+// socket) in the folders it shows that the server's user can read.
 type SandboxOptions struct {
 	// Network keeps the host's network; by default the kernel has only a
 	// loopback interface of its own.
 	Network bool
 	// ReadOnly are more paths bound into the sandbox read-only, for data or
-	// an interpreter that lives in a hidden directory.
+	// an interpreter outside the system's folders. A Unix socket in them
+	// can be connected to.
 	ReadOnly []string
 	// Hide are more paths to hide: a directory is replaced by an empty one,
 	// a file by an empty file (for a server's token file, say, or the state
@@ -73,7 +77,7 @@ func ipcConnectionInfo(dir string) (ConnectionInfo, error) {
 }
 
 // sandboxPlan is everything the bwrap command line is built from; it is
-// gathered from the host (home, which directories exist, where the
+// gathered from the host (home, which system folders exist, where the
 // interpreter lives) so that bwrapArgv itself is a pure function.
 type sandboxPlan struct {
 	opts       SandboxOptions
@@ -87,11 +91,12 @@ type sandboxPlan struct {
 	// closes it after --bind-fd, and where bwrap has no --bind-fd the
 	// shell closes it before the kernel starts.
 	dirFD     int
-	hideDirs  []string // directories replaced by empty tmpfs before the allowed paths are bound (homes, /tmp, ...)
-	interp    []string // interpreter prefixes bound read-only (if they exist)
-	keepDirs  []string // directories hidden after every allowed path: they stay hidden whatever is allowed
-	keepFiles []string // files replaced by /dev/null, after every allowed path
-	memoryKB  int64    // RLIMIT_AS for the kernel, set by sh's ulimit; 0 for none
+	system    []systemPath // the host's system folders, shown read-only (hostSystem)
+	private   []string     // private empty folders: /tmp, /var/tmp, the home directory
+	interp    []string     // interpreter prefixes bound read-only (if they exist)
+	keepDirs  []string     // directories hidden after every allowed path: they stay hidden whatever is allowed
+	keepFiles []string     // files replaced by /dev/null, after every allowed path
+	memoryKB  int64        // RLIMIT_AS for the kernel, set by sh's ulimit; 0 for none
 	mode      sandboxMode
 }
 
@@ -115,12 +120,13 @@ type sandboxMode struct {
 var sandboxModes = []sandboxMode{{userNS: true, noNestedUserNS: true}, {userNS: true}, {}}
 
 // bwrapArgv is the command line that runs argv in the sandbox. Order
-// matters to bwrap: later mounts go on top of earlier ones. The read-only
-// root comes first, then the default hidden directories (homes, /tmp),
-// then what the kernel may read in them (its interpreter, the allowed
-// paths), then what must stay hidden whatever is allowed (the server's
-// state and tokens, the other kernels' runtime dirs), and last the
-// kernel's own runtime and working directories.
+// matters to bwrap: later mounts go on top of earlier ones. The host's
+// system folders come first, then the private ones (/tmp, the home), then
+// what the kernel may read besides (its interpreter, the allowed paths),
+// then what must stay hidden whatever is allowed (the server's state and
+// tokens, the other kernels' runtime dirs), then the kernel's own runtime
+// and working directories, and last the sandbox's root is made read-only,
+// so that writing anywhere else fails as on the host's read-only root.
 //
 // Every capability is dropped (--cap-drop ALL): a server running as root
 // would otherwise leave them all to the kernel, which could then unmount
@@ -144,8 +150,15 @@ func bwrapArgv(p sandboxPlan, argv []string) []string {
 	// and in a PID namespace its parent is pid 1 from the start.
 	// --die-with-parent does that job here.
 	a = append(a, "--unsetenv", "JPY_PARENT_PID")
-	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm")
-	for _, d := range p.hideDirs {
+	for _, s := range p.system {
+		if s.link != "" {
+			a = append(a, "--symlink", s.link, s.path)
+		} else {
+			a = append(a, "--ro-bind", s.path, s.path)
+		}
+	}
+	a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm")
+	for _, d := range p.private {
 		a = append(a, "--tmpfs", d)
 	}
 	for _, d := range p.interp {
@@ -171,7 +184,7 @@ func bwrapArgv(p sandboxPlan, argv []string) []string {
 	default:
 		a = append(a, "--bind", p.dir, p.dir)
 	}
-	a = append(a, "--chdir", p.dir, "--")
+	a = append(a, "--remount-ro", "/", "--chdir", p.dir, "--")
 	// The shell runs before any of the kernel's code: it closes the
 	// inherited directory fd (without --bind-fd) and sets the memory limit, which must be set
 	// inside, since the process we start is bwrap, and its children are
@@ -191,46 +204,90 @@ func bwrapArgv(p sandboxPlan, argv []string) []string {
 	return append(a, argv...)
 }
 
-// hostHidden lists the directories every sandbox hides by default, as they
-// exist on this host: every home and the shared temporary and runtime
-// directories (the sandbox gets private ones). An allowed path inside them
-// is shown again.
-func hostHidden() []string {
-	var out []string
-	add := func(d string) {
-		if d == "" || d == "/" {
-			return
-		}
-		d = filepath.Clean(d)
-		for _, h := range out {
-			if h == d || strings.HasPrefix(d, h+"/") {
-				return // already hidden by a parent
+// systemPaths are the host's folders every sandbox shows, read-only: the
+// system's programs, libraries and configuration, and /sys, where glibc,
+// OpenBLAS and joblib read the CPU count and the cgroup's limits (sysfs
+// holds no sockets). Nothing else of the host's root is in the sandbox: a
+// read-only mount does not stop connect() on a Unix socket, and /run,
+// /var, /mnt, /srv, /opt and the homes are where the sockets of
+// databases, container runtimes and LXD live, so they are left out whole
+// rather than hidden one by one.
+var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys"}
+
+// systemPath is one of systemPaths as it is on this host: a folder, or a
+// symlink (/bin -> usr/bin where /usr is merged), made the same symlink in
+// the sandbox.
+type systemPath struct {
+	path string
+	link string // the symlink's target; "" for a folder
+}
+
+// hostSystem returns the systemPaths that exist on this host.
+func hostSystem() []systemPath {
+	var out []systemPath
+	for _, p := range systemPaths {
+		st, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case st.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				out = append(out, systemPath{path: p, link: target})
 			}
-		}
-		// Lstat: /var/run is usually a link to /run, and a mount on a
-		// link would land on its target.
-		if st, err := os.Lstat(d); err == nil && st.IsDir() {
-			out = append(out, d)
-		}
-	}
-	for _, d := range []string{"/tmp", "/var/tmp", "/run", "/var/run", "/home", "/root"} {
-		add(d)
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		if abs, err := filepath.Abs(home); err == nil {
-			add(abs)
+		case st.IsDir():
+			out = append(out, systemPath{path: p})
 		}
 	}
 	return out
 }
 
+// privateDirs are the folders every sandbox gets empty, writable and its
+// own (tmpfs, gone when the kernel stops): the temporary folders and the
+// home directory (IPython's history, matplotlib's cache, pip's --user
+// installs).
+func privateDirs() []string {
+	out := []string{"/tmp", "/var/tmp"}
+	if home, err := os.UserHomeDir(); err == nil {
+		if abs, err := filepath.Abs(home); err == nil && abs != "/" && !slices.Contains(out, abs) {
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
+// shownPaths are the folders of the system paths, where a path is in the
+// sandbox already.
+func shownPaths(system []systemPath) []string {
+	var out []string
+	for _, s := range system {
+		if s.link == "" {
+			out = append(out, s.path)
+		}
+	}
+	return out
+}
+
+// neverWhole are folders an interpreter's prefix may lie in but never
+// be: binding one would show the sockets and homes it holds (a python in
+// ~/bin, say, or in /opt/bin).
+func neverWhole(p string) bool {
+	if filepath.Dir(p) == "/" || p == "/" {
+		return true // /opt, /srv, /mnt, /home, /root, /run, /var, ...
+	}
+	switch p {
+	case "/var/lib", "/var/run", "/var/tmp", "/var/snap", "/var/local":
+		return true
+	}
+	home, err := os.UserHomeDir()
+	return err == nil && filepath.Clean(home) == p
+}
+
 // interpreterPrefixes returns the install prefixes of a kernel command's
 // interpreter (argv[0], as given and with symlinks resolved: a venv's
-// python is a link into the base install) that lie inside a hidden
-// directory, so a conda env or virtualenv under the home directory still
-// runs. A prefix that is a hidden directory itself (a python in ~/bin) is
-// not bound: that would unhide the whole home.
-func interpreterPrefixes(argv0 string, hidden []string) []string {
+// python is a link into the base install) that the sandbox does not show
+// already (a conda env in /opt, a virtualenv under the home directory),
+// so that it still runs. A prefix that is a top-level folder or the home
+// directory itself is not bound: that would show everything in it.
+func interpreterPrefixes(argv0 string, shown []string) []string {
 	exe, err := exec.LookPath(argv0)
 	if err != nil {
 		return nil
@@ -245,10 +302,63 @@ func interpreterPrefixes(argv0 string, hidden []string) []string {
 	var out []string
 	for _, c := range cands {
 		prefix := filepath.Dir(filepath.Dir(c))
-		for _, h := range hidden {
-			if strings.HasPrefix(prefix, h+"/") && !slices.Contains(out, prefix) {
-				out = append(out, prefix)
-			}
+		if neverWhole(prefix) || slices.Contains(out, prefix) {
+			continue
+		}
+		if !slices.ContainsFunc(shown, func(s string) bool { return prefix == s || strings.HasPrefix(prefix, s+"/") }) {
+			out = append(out, prefix)
+		}
+	}
+	return out
+}
+
+// sandboxPlan gathers from the host what the bwrap command line of this
+// kernel needs. Every path is made absolute: bwrap takes a relative one as
+// relative to its new root.
+func (k *Kernel) sandboxPlan(runtimeDir string, argv []string) sandboxPlan {
+	o := *k.opts.Sandbox
+	o.ReadOnly = absPaths(o.ReadOnly)
+	p := sandboxPlan{opts: o, dir: k.opts.Dir, runtimeDir: runtimeDir, system: hostSystem(), private: privateDirs(),
+		mode: o.mode, dirFD: 3}
+	// The other kernels' runtime dirs (their connection files and
+	// sockets) stay hidden even under an allowed parent.
+	p.keepDirs = append(p.keepDirs, filepath.Dir(runtimeDir))
+	inKept := func(d string) bool {
+		return slices.ContainsFunc(p.keepDirs, func(h string) bool { return d == h || strings.HasPrefix(d, h+"/") })
+	}
+	for _, h := range absPaths(o.Hide) {
+		st, err := os.Stat(h)
+		switch {
+		case err != nil:
+			// Nothing there to hide.
+		case inKept(h):
+			// Hidden already with a folder above it.
+		case st.IsDir():
+			p.keepDirs = append(p.keepDirs, h)
+		default:
+			p.keepFiles = append(p.keepFiles, h)
+		}
+	}
+	// An interpreter inside what stays hidden is not shown: it would be
+	// hidden again on top, and such a place (a work directory) is one
+	// the kernels can write.
+	for _, d := range interpreterPrefixes(argv[0], shownPaths(p.system)) {
+		if !inKept(d) {
+			p.interp = append(p.interp, d)
+		}
+	}
+	if k.opts.MemoryLimit > 0 {
+		p.memoryKB = max(k.opts.MemoryLimit/1024, 1)
+	}
+	return p
+}
+
+// absPaths returns the paths made absolute and clean.
+func absPaths(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if a, err := filepath.Abs(p); err == nil {
+			out = append(out, a)
 		}
 	}
 	return out

@@ -1,5 +1,5 @@
 // Starting a kernel process, or attaching to one, and waiting until it
-// answers; the heartbeat watch; the sandbox plan of a started kernel.
+// answers; the heartbeat watch.
 
 package kernel
 
@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -413,56 +412,4 @@ func (k *Kernel) watchHeartbeat(ctx context.Context, g *generation) {
 			return
 		}
 	}
-}
-
-// sandboxPlan gathers from the host what the bwrap command line of this
-// kernel needs. Every path is made absolute: bwrap takes a relative one as
-// relative to its new root.
-func (k *Kernel) sandboxPlan(runtimeDir string, argv []string) sandboxPlan {
-	o := *k.opts.Sandbox
-	o.ReadOnly = absPaths(o.ReadOnly)
-	p := sandboxPlan{opts: o, dir: k.opts.Dir, runtimeDir: runtimeDir, hideDirs: hostHidden(), mode: o.mode,
-		dirFD: 3}
-	// The other kernels' runtime dirs (their connection files and
-	// sockets) stay hidden even under an allowed parent.
-	p.keepDirs = append(p.keepDirs, filepath.Dir(runtimeDir))
-	inKept := func(d string) bool {
-		return slices.ContainsFunc(p.keepDirs, func(h string) bool { return d == h || strings.HasPrefix(d, h+"/") })
-	}
-	for _, h := range absPaths(o.Hide) {
-		st, err := os.Stat(h)
-		switch {
-		case err != nil:
-			// Nothing there to hide.
-		case inKept(h):
-			// Hidden already with a folder above it.
-		case st.IsDir():
-			p.keepDirs = append(p.keepDirs, h)
-		default:
-			p.keepFiles = append(p.keepFiles, h)
-		}
-	}
-	// An interpreter inside what stays hidden is not shown: it would be
-	// hidden again on top, and such a place (a work directory) is one
-	// the kernels can write.
-	for _, d := range interpreterPrefixes(argv[0], p.hideDirs) {
-		if !inKept(d) {
-			p.interp = append(p.interp, d)
-		}
-	}
-	if k.opts.MemoryLimit > 0 {
-		p.memoryKB = max(k.opts.MemoryLimit/1024, 1)
-	}
-	return p
-}
-
-// absPaths returns the paths made absolute and clean.
-func absPaths(ps []string) []string {
-	out := make([]string, 0, len(ps))
-	for _, p := range ps {
-		if a, err := filepath.Abs(p); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
 }

@@ -16,7 +16,7 @@ func sandboxInstructions(cfg Config) string {
 		net = "Code has the network, but the interpreter is read-only"
 	}
 	return "\nThis server runs code in a sandbox: files can be written only in the session's working directory (the default one is shared by sessions without a cwd), " +
-		"the home directory is empty, the rest of the filesystem is read-only. " + net + ". Tools' paths must lie in the working directory."
+		"the home directory and /tmp are empty and private, only the system's folders (/usr, /etc) and the interpreter are there besides, read-only (a path elsewhere is missing unless the server allows it). " + net + ". Tools' paths must lie in the working directory."
 }
 
 // sandboxInstallError is why install_package cannot work under the

@@ -51,7 +51,7 @@ var settings = []setting{
 	{"gateway-url", "KERNEL_MCP_GATEWAY_URL", "none", "run kernels on this Jupyter Server, Kernel Gateway or Enterprise Gateway (http:// or https:// base URL) instead of as local processes"},
 	{"gateway-token", "KERNEL_MCP_GATEWAY_TOKEN", "none", "token for --gateway-url, sent as 'Authorization: token <token>'"},
 	// Confinement.
-	{"sandbox", "KERNEL_MCP_SANDBOX", "false", "run every kernel under bubblewrap: no network, own PID namespace, read-only filesystem but the session's cwd, home hidden; Linux only"},
+	{"sandbox", "KERNEL_MCP_SANDBOX", "false", "run every kernel under bubblewrap: no network, own PID namespace, only the system's folders shown (read-only) besides the session's cwd; Linux only"},
 	{"sandbox-allow", "KERNEL_MCP_SANDBOX_ALLOW", "none", "with --sandbox, an absolute path the kernels (and the tools) may read; repeat the flag, or separate paths with ':' in the variable"},
 	{"sandbox-network", "KERNEL_MCP_SANDBOX_NETWORK", "false", "with --sandbox, keep the network (install_package needs it)"},
 	{"tokens-file", "KERNEL_MCP_TOKENS_FILE", "none", "HTTP only: a file of 'name token' lines (mode 600), one per user; each user has their own sessions, history and state folder"},
