@@ -38,6 +38,14 @@ func useScheme(b *testing.B, scheme string) {
 	b.Cleanup(func() { endpointScheme = old })
 }
 
+// reportCPU reports the client's CPU time per iteration since start (see
+// processCPU), which a loaded machine disturbs less than wall time.
+func reportCPU(b *testing.B, start time.Duration) {
+	if n := b.N; n > 0 && start > 0 {
+		b.ReportMetric(float64(processCPU()-start)/float64(n)/float64(time.Millisecond), "cpu-ms/op")
+	}
+}
+
 func reportMedian(b *testing.B, d []time.Duration) {
 	if len(d) == 0 {
 		return
@@ -95,11 +103,13 @@ func benchRoundTrip(b *testing.B, scheme string, opts Options) {
 		check()
 	}
 	var d []time.Duration
+	cpu := processCPU()
 	for b.Loop() {
 		t0 := time.Now()
 		check()
 		d = append(d, time.Since(t0))
 	}
+	reportCPU(b, cpu)
 	reportMedian(b, d)
 }
 
@@ -118,6 +128,7 @@ func benchStdout(b *testing.B, scheme string) {
 	k := startKernel(b, Options{StockIPyKernel: true})
 	ctx := context.Background()
 	var d []time.Duration
+	cpu := processCPU()
 	for b.Loop() {
 		t0 := time.Now()
 		res, err := k.Execute(ctx, stdoutCode, ExecuteOptions{})
@@ -136,6 +147,7 @@ func benchStdout(b *testing.B, scheme string) {
 		}
 	}
 	b.SetBytes(stdoutBytes)
+	reportCPU(b, cpu)
 	reportMedian(b, d)
 }
 
