@@ -50,12 +50,17 @@ func reportMedian(b *testing.B, d []time.Duration) {
 	if len(d) == 0 {
 		return
 	}
+	b.ReportMetric(float64(median(d))/float64(time.Millisecond), "ms/median")
+}
+
+// median sorts d and returns its median; d is not empty.
+func median(d []time.Duration) time.Duration {
 	slices.Sort(d)
 	med := d[len(d)/2]
 	if len(d)%2 == 0 {
 		med = (d[len(d)/2-1] + d[len(d)/2]) / 2
 	}
-	b.ReportMetric(float64(med)/float64(time.Millisecond), "ms/median")
+	return med
 }
 
 func BenchmarkExecuteRoundTrip(b *testing.B) { benchRoundTrip(b, "", Options{}) }
@@ -177,4 +182,43 @@ func benchStart(b *testing.B, scheme string) {
 		b.StartTimer()
 	}
 	reportMedian(b, d)
+}
+
+// BenchmarkRoundTripIPCAgainstTCP times `1+1` on two kernels in turn, one
+// over ipc and one over loopback TCP, so both see the same load: a shared
+// machine's load changes more between two benchmarks than the transports
+// differ. It reports each one's median and their ratio.
+func BenchmarkRoundTripIPCAgainstTCP(b *testing.B) {
+	requireIPyKernel(b)
+	useLocalTransport(b, "ipc")
+	ipc := startKernel(b, Options{})
+	useScheme(b, bufferedTCP)
+	tcp := startKernel(b, Options{})
+	ctx := context.Background()
+	run := func(k *Kernel) time.Duration {
+		t0 := time.Now()
+		if _, err := k.Execute(ctx, roundTripCode, ExecuteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	for range warmUps {
+		run(ipc)
+		run(tcp)
+	}
+	var di, dt []time.Duration
+	for i := 0; b.Loop(); i++ {
+		// Each goes first in every other pair.
+		if i%2 == 0 {
+			di = append(di, run(ipc))
+			dt = append(dt, run(tcp))
+		} else {
+			dt = append(dt, run(tcp))
+			di = append(di, run(ipc))
+		}
+	}
+	mi, mt := median(di), median(dt)
+	b.ReportMetric(float64(mi)/float64(time.Millisecond), "ipc-ms/median")
+	b.ReportMetric(float64(mt)/float64(time.Millisecond), "tcp-ms/median")
+	b.ReportMetric(float64(mi)/float64(mt), "ipc/tcp")
 }
