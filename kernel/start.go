@@ -85,8 +85,8 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 	// A kernel listens on ipc sockets in its private runtime dir where
 	// the platform has them (localTransport): any local user can connect
 	// to a port on 127.0.0.1, and read a PUB socket's messages. A
-	// sandboxed kernel has a loopback of its own, so it always listens
-	// there; the runtime dir is bound into the sandbox.
+	// sandboxed kernel always does: its loopback is its own, out of the
+	// server's reach, and its runtime dir is bound into the sandbox.
 	// Over TCP, ipykernel binds ports of its own choosing when given 0 and
 	// writes them back into the file. Ports we pick are free only until we
 	// close them: on a busy machine another process (another kernel binding
