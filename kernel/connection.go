@@ -31,7 +31,10 @@ type ConnectionInfo struct {
 }
 
 // NewConnectionInfo picks five free ports on 127.0.0.1 and a random 256-bit
-// key. Kernels started by this package never listen beyond loopback.
+// key, for a kernel that listens on loopback TCP. Kernels that Start
+// launches never listen beyond loopback, and outside Windows they listen on
+// Unix sockets in a private directory instead (see localTransport): any
+// local user can connect to a port on 127.0.0.1.
 func NewConnectionInfo() (ConnectionInfo, error) { return newConnectionInfo(true) }
 
 // newConnectionInfo is NewConnectionInfo; without pickPorts every port is 0,
@@ -59,6 +62,31 @@ func newConnectionInfo(pickPorts bool) (ConnectionInfo, error) {
 		Key:             hex.EncodeToString(key),
 		SignatureScheme: "hmac-sha256",
 	}, nil
+}
+
+// ipcBaseName is the prefix of the kernel's ipc socket files in its runtime
+// directory: a kernel binds "<ip>-<port>" for transport ipc.
+const ipcBaseName = "kernel-ipc"
+
+// ipcConnectionInfo is a connection over ipc sockets named
+// <dir>/kernel-ipc-1 ... -5 and a random key. The "ports" are only
+// suffixes: no other process can take them, since no other process can
+// write in the fresh 0700 runtime dir. A dir whose socket paths would be
+// longer than the system allows is refused with an error that says so:
+// the kernel's bind would otherwise fail with a bare ENAMETOOLONG.
+func ipcConnectionInfo(dir string) (ConnectionInfo, error) {
+	ip := filepath.Join(dir, ipcBaseName)
+	if n := len(ip) + len("-5"); n > maxSocketPath {
+		return ConnectionInfo{}, fmt.Errorf("kernel: the runtime dir %s is too long for the kernel's Unix sockets: %s-5 is %d bytes, and a socket path here takes at most %d; set KERNEL_MCP_RUNTIME_DIR (or TMPDIR) to a shorter folder", dir, ip, n, maxSocketPath)
+	}
+	ci, err := newConnectionInfo(false)
+	if err != nil {
+		return ConnectionInfo{}, err
+	}
+	ci.Transport = "ipc"
+	ci.IP = ip
+	ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort = 1, 2, 3, 4, 5
+	return ci, nil
 }
 
 // freePorts asks the OS for n distinct free loopback ports. The listeners are

@@ -28,6 +28,13 @@ func launchIPyKernel(t *testing.T) (string, *os.Process) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return launchIPyKernelOn(t, ci)
+}
+
+// launchIPyKernelOn is launchIPyKernel with the connection ci.
+func launchIPyKernelOn(t *testing.T, ci ConnectionInfo) (string, *os.Process) {
+	t.Helper()
+	requireIPyKernel(t)
 	b, err := json.Marshal(ci)
 	if err != nil {
 		t.Fatal(err)

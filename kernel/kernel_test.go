@@ -729,11 +729,13 @@ func lastResult(res *ExecuteResult) (string, bool) {
 	return "", false
 }
 
-// TestStartPorts: ipykernel is given port 0 and binds ports of its own
-// choosing (no window in which another process can take a port we picked);
-// any other kernel is given ports we pick. Either way the client talks to
-// the ports written in the connection file, and the kernel listens there.
+// TestStartPorts: over TCP (Windows' transport), ipykernel is given port 0
+// and binds ports of its own choosing (no window in which another process
+// can take a port we picked); any other kernel is given ports we pick.
+// Either way the client talks to the ports written in the connection file,
+// and the kernel listens there.
 func TestStartPorts(t *testing.T) {
+	useLocalTransport(t, "tcp")
 	for name, spec := range map[string]kernelspec.Spec{
 		"ipykernel binds its own": {},
 		"other kernels get ours": {Argv: []string{"python3", "-c",

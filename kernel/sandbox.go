@@ -58,24 +58,6 @@ func (o *SandboxOptions) bwrap() string {
 	return "bwrap"
 }
 
-// ipcBaseName is the prefix of the kernel's ipc socket files in its runtime
-// directory: ipykernel binds "<ip>-<port>" for transport ipc.
-const ipcBaseName = "kernel-ipc"
-
-// ipcConnectionInfo is a connection for a sandboxed kernel: ipc sockets
-// named <dir>/kernel-ipc-1 ... -5 (the "ports" are only suffixes, so they
-// never collide with anything outside the fresh runtime dir).
-func ipcConnectionInfo(dir string) (ConnectionInfo, error) {
-	ci, err := newConnectionInfo(false)
-	if err != nil {
-		return ConnectionInfo{}, err
-	}
-	ci.Transport = "ipc"
-	ci.IP = filepath.Join(dir, ipcBaseName)
-	ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort = 1, 2, 3, 4, 5
-	return ci, nil
-}
-
 // sandboxPlan is everything the bwrap command line is built from; it is
 // gathered from the host (home, which system folders exist, where the
 // interpreter lives) so that bwrapArgv itself is a pure function.

@@ -81,16 +81,20 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 		return k.launchGateway(ctx)
 	}
 
-	// ipykernel binds ports of its own choosing when given 0 and writes
-	// them back into the file. Ports we pick are free only until we close
-	// them: on a busy machine another process (another kernel binding a
-	// random port) can take one before the kernel binds it, and the kernel
-	// then dies, or our dial meets a stranger. Other kernels get ports we
-	// pick.
-	// A sandboxed kernel has a loopback of its own: it listens on ipc
-	// sockets in its runtime dir instead, which is bound into the sandbox.
+	// A kernel listens on ipc sockets in its private runtime dir where
+	// the platform has them (localTransport): any local user can connect
+	// to a port on 127.0.0.1, and read a PUB socket's messages. A
+	// sandboxed kernel always does: its loopback is its own, out of the
+	// server's reach, and its runtime dir is bound into the sandbox.
+	// Over TCP, ipykernel binds ports of its own choosing when given 0 and
+	// writes them back into the file. Ports we pick are free only until we
+	// close them: on a busy machine another process (another kernel binding
+	// a random port) can take one before the kernel binds it, and the
+	// kernel then dies, or our dial meets a stranger. Other kernels get
+	// ports we pick.
 	sandbox := k.opts.Sandbox
-	ownPorts := isIPyKernel(k.opts.Spec.Argv) && sandbox == nil
+	ipc := sandbox != nil || localTransport == "ipc"
+	ownPorts := isIPyKernel(k.opts.Spec.Argv) && !ipc
 	// A sandboxed kernel's runtime dir is in a folder of runtime dirs
 	// only, so hiding the others' hides nothing else (an allowed path in
 	// /tmp, say).
@@ -107,7 +111,7 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 		return nil, err
 	}
 	var ci ConnectionInfo
-	if sandbox != nil {
+	if ipc {
 		ci, err = ipcConnectionInfo(dir.path)
 	} else {
 		ci, err = newConnectionInfo(!ownPorts)

@@ -101,3 +101,11 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// useLocalTransport switches the transport of the kernels Start launches
+// for the rest of t. t must not be parallel: the setting is the package's.
+func useLocalTransport(t testing.TB, transport string) {
+	old := localTransport
+	localTransport = transport
+	t.Cleanup(func() { localTransport = old })
+}
