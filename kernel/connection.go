@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -142,7 +143,7 @@ var recentPorts struct {
 // and the same key (it truncates and rewrites in place, so a read may see
 // an empty or partial file).
 func boundPorts(path string, want ConnectionInfo) (ci ConnectionInfo, ok bool) {
-	b, err := os.ReadFile(path)
+	b, err := readConnectionFile(path)
 	if err != nil || json.Unmarshal(b, &ci) != nil {
 		return ConnectionInfo{}, false
 	}
@@ -159,7 +160,7 @@ func boundPorts(path string, want ConnectionInfo) (ci ConnectionInfo, ok bool) {
 // ReadConnectionFile parses a connection file written by a kernel or by
 // another Jupyter client.
 func ReadConnectionFile(path string) (ConnectionInfo, error) {
-	b, err := os.ReadFile(path)
+	b, err := readConnectionFile(path)
 	if err != nil {
 		return ConnectionInfo{}, fmt.Errorf("kernel: read connection file: %w", err)
 	}
@@ -292,4 +293,34 @@ func (d *runtimeDir) Remove() error {
 		return nil
 	}
 	return os.RemoveAll(d.path)
+}
+
+// maxConnectionFile bounds what is read of a connection file: a real one
+// is a few hundred bytes.
+const maxConnectionFile = 64 << 10
+
+// readConnectionFile reads a connection file, refusing anything but a
+// regular file (a FIFO would block the read for ever, a device never end
+// it) and one over maxConnectionFile bytes.
+func readConnectionFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConnectionFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConnectionFile {
+		return nil, fmt.Errorf("%s is over %d bytes, too large for a connection file", path, maxConnectionFile)
+	}
+	return b, nil
 }

@@ -120,6 +120,8 @@ func TestReadConnectionFile(t *testing.T) {
 		{"udp", write("udp.json", `{"transport": "udp", `+full+`}`), `transport "udp" is not supported (only tcp and ipc)`},
 		{"no port", write("noport.json", `{"ip": "127.0.0.1", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "key": "k"}`), "lacks an ip or a port"},
 		{"no ip", write("noip.json", `{"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5}`), "lacks an ip or a port"},
+		{"a folder", dir, "is not a regular file"},
+		{"too large", write("huge.json", `{`+full+`, "pad": "`+strings.Repeat("x", maxConnectionFile)+`"}`), "too large for a connection file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ReadConnectionFile(c.path)
