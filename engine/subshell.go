@@ -195,7 +195,10 @@ func (ss *Session) kernelReady() (r *Run, k *kernel.Kernel, gen int, what string
 		// The run finds it dead, and starts the next one or ends.
 		return r, nil, 0, "the session's kernel to start"
 	}
-	if k.HasSubshells() {
+	if k.HasSubshells() && !k.Attached() {
+		// A kernel this server started is prepared as part of its start
+		// (Session.prepare). One it attached to is prepared by the run's
+		// first block: a read before that waits for the run (besideOn).
 		ss.subMu.Lock()
 		g := ss.parent
 		ss.subMu.Unlock()
