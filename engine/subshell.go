@@ -249,6 +249,8 @@ func (ss *Session) awaitKernel(ctx context.Context, wait bool) (r *Run, k *kerne
 				ss.id, ss.eng.cfg.MaxWait, what, held)
 		case <-ctx.Done():
 			return nil, nil, 0, time.Since(begun), what, fmt.Errorf("session %q: the read was cancelled while it waited for %s (%v)", ss.id, what, ctx.Err())
+		case <-ss.eng.ctx.Done():
+			return nil, nil, 0, time.Since(begun), what, errShuttingDown
 		}
 	}
 }
