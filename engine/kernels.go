@@ -58,6 +58,7 @@ func (ss *Session) Kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 		ss.mu.Lock()
 		ss.starting = false
 		ss.mu.Unlock()
+		ss.rd.signal()
 	}()
 	k, info, err := ss.eng.startKernel(ctx, ss.choice)
 	if err != nil {
@@ -76,9 +77,23 @@ func (ss *Session) Kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 	ss.k, ss.info, ss.died, ss.idled, ss.restored = k, info, nil, false, false
 	ss.unreported = lost
 	ss.gen++
+	gen := ss.gen
 	ss.mu.Unlock()
 	ss.eng.events.Publish(Event{Kind: KernelStarted, Session: ss.id, Pid: k.Pid()})
+	ss.prepare(ctx, k, gen)
 	return k, lost, nil
+}
+
+// prepare readies a kernel process the session just started for reads
+// beside its runs (guardParent), while the start still holds it: its main
+// shell is idle then, so a read waiting for the start can go beside the run
+// as soon as the start is over, whatever the run does first on the main
+// shell (a data check, pip). A kernel the server attached to may be busy
+// with someone else's code: the first block of a run prepares it instead.
+func (ss *Session) prepare(ctx context.Context, k *kernel.Kernel, gen int) {
+	if !k.Attached() {
+		ss.guardParent(ctx, k, gen)
+	}
 }
 
 // checkRegistered fails when the session was deleted after the caller
@@ -234,6 +249,9 @@ func (ss *Session) Restart(ctx context.Context) error { return ss.restartKernel(
 func (ss *Session) ForceRestart(ctx context.Context) error { return ss.restartKernel(ctx, true) }
 
 func (ss *Session) restartKernel(ctx context.Context, force bool) error {
+	// Reads wait for the fresh process rather than go to the old one.
+	ss.rd.setRestarting(true)
+	defer ss.rd.setRestarting(false)
 	ss.mu.Lock()
 	k := ss.k
 	ss.mu.Unlock()
@@ -245,9 +263,11 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 			if ss.k == k {
 				ss.k, ss.info, ss.died, ss.idled, ss.unreported = w.k, w.info, nil, false, nil
 				ss.gen++
+				gen := ss.gen
 				ss.mu.Unlock()
 				ss.eng.pool.retire(k, force)
 				ss.eng.events.Publish(Event{Kind: KernelRestarted, Session: ss.id, Pid: w.k.Pid()})
+				ss.prepare(ctx, w.k, gen)
 				return nil
 			}
 			ss.mu.Unlock()
@@ -261,8 +281,10 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 			ss.mu.Lock()
 			ss.died, ss.unreported = nil, nil
 			ss.gen++
+			gen := ss.gen
 			ss.mu.Unlock()
 			ss.eng.events.Publish(Event{Kind: KernelRestarted, Session: ss.id, Pid: k.Pid()})
+			ss.prepare(ctx, k, gen)
 			return nil
 		}
 		ss.MarkDead(k, nil)

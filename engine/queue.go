@@ -18,6 +18,7 @@ import (
 type job struct {
 	turn    chan struct{} // closed when the job reaches the head of the queue
 	deletes bool          // delete_session's: the session goes when it runs
+	run     bool          // a run's (StartRun): reads may go beside it
 }
 
 func newJob() *job { return &job{turn: make(chan struct{})} }
@@ -50,6 +51,9 @@ func (ss *Session) leave(j *job) {
 	}
 	empty := len(ss.queue) == 0
 	ss.mu.Unlock()
+	if i == 0 {
+		ss.rd.signal() // a read waiting beside the run that held the turn
+	}
 	if empty {
 		ss.armIdleTimer()
 	}

@@ -143,6 +143,7 @@ func WrittenBy(by string) RunOption { return func(r *Run) { r.by = by } }
 // tool names what started it (run_code, load_data, ...).
 func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool string, work Work, opts ...RunOption) (*Run, error) {
 	j := newJob()
+	j.run = true
 	if err := s.join(ctx, ss, place, j); err != nil {
 		return nil, fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", ss.id, err)
 	}
@@ -168,6 +169,7 @@ func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool st
 	}
 	s.events.Publish(Event{Kind: RunQueued, Session: ss.id, Run: r.id, Tool: tool})
 	ss.mu.Unlock()
+	ss.rd.signal() // a read that found the run's job before the run
 	go r.execute(s, work)
 	return r, nil
 }

@@ -110,6 +110,9 @@ type Session struct {
 	// all its kernels (Run.Answer): a read beside a run waits until the
 	// kernel has taken them (parentGuard, py/subshell_guard.py).
 	answers atomic.Int64
+	// rd is what a read that would go beside a run waits on while the
+	// run's kernel starts or restarts (subshell.go).
+	rd readiness
 }
 
 // KernelInfo is what a session knows of its kernel once started.

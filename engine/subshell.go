@@ -77,6 +77,10 @@ type Beside struct {
 	// the read has the subshell (ReadBeside).
 	place Place
 	once  sync.Once
+	// waited is how long the read waited for the run's kernel to start
+	// (what), before it could go beside the run.
+	waited time.Duration
+	what   string
 }
 
 // Release gives the caller's place up, if the read still holds it: once
@@ -94,29 +98,196 @@ func (b *Beside) RunID() string { return b.run.id }
 
 // Note is what a result read beside the run says about itself.
 func (b *Beside) Note() string {
-	return fmt.Sprintf("Read during run %s, which is still going: values may change.", b.run.id)
+	note := fmt.Sprintf("Read during run %s, which is still going: values may change.", b.run.id)
+	if b.what != "" {
+		note += fmt.Sprintf(" The read first waited %v for %s.", b.waited.Round(100*time.Millisecond), b.what)
+	}
+	return note
 }
 
-// Beside returns a Beside for a read when a run executes in the session and
-// its kernel has subshells, creating the session's subshell on first use.
-// Otherwise it returns nil, and why (empty when no run executes). err is
-// set when the read can neither go beside the run nor usefully wait for it:
-// the kernel does not answer at all (code holding the GIL).
-func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
-	r := ss.CurrentRun()
-	if r == nil || !r.Executing() {
-		return nil, "", nil
+// readiness is what a read that would go beside a run waits on while the
+// run's kernel is not ready for a subshell request: starting, restarting,
+// or not yet prepared (guardParent).
+type readiness struct {
+	mu sync.Mutex
+	// changed is closed, and replaced, when the session's kernel, its
+	// preparation or the job holding its turn may have changed.
+	changed    chan struct{}
+	restarting bool // restartKernel is giving the session a fresh process
+	// waiting counts the reads waiting now.
+	waiting atomic.Int32
+}
+
+// signal wakes the reads waiting on rd.
+func (rd *readiness) signal() {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.changed != nil {
+		close(rd.changed)
+		rd.changed = nil
 	}
+}
+
+// next is closed at the next signal.
+func (rd *readiness) next() <-chan struct{} {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.changed == nil {
+		rd.changed = make(chan struct{})
+	}
+	return rd.changed
+}
+
+func (rd *readiness) setRestarting(on bool) {
+	rd.mu.Lock()
+	rd.restarting = on
+	rd.mu.Unlock()
+	rd.signal()
+}
+
+// headRun is the run holding the session's execution right, or waiting to
+// take it up: a read can go beside it whether it executes a block, starts
+// or restarts its kernel, or is between two blocks. pending is set when the
+// head of the queue is a run's job whose run StartRun has not registered
+// yet. Nil when the queue is empty or other work (a reset, a query) holds it.
+func (ss *Session) headRun() (r *Run, pending bool) {
 	ss.mu.Lock()
-	k, gen := ss.k, ss.gen
+	defer ss.mu.Unlock()
+	if len(ss.queue) == 0 || !ss.queue[0].run {
+		return nil, false
+	}
+	j := ss.queue[0]
+	for _, r := range ss.runs {
+		if r.job == j {
+			return r, false
+		}
+	}
+	return nil, true
+}
+
+// kernelReady is the run a read may go beside and the kernel process it
+// would read from (k, gen). When that kernel cannot take a subshell
+// request yet, what says what the read waits for instead; r is nil when no
+// run holds the turn.
+func (ss *Session) kernelReady() (r *Run, k *kernel.Kernel, gen int, what string) {
+	r, pending := ss.headRun()
+	if pending {
+		return nil, nil, 0, "the run to start"
+	}
+	if r == nil {
+		return nil, nil, 0, ""
+	}
+	ss.rd.mu.Lock()
+	restarting := ss.rd.restarting
+	ss.rd.mu.Unlock()
+	ss.mu.Lock()
+	k, gen, starting := ss.k, ss.gen, ss.starting
 	ss.mu.Unlock()
-	if k == nil {
-		return nil, "", nil
+	switch {
+	case restarting:
+		return r, nil, 0, "the session's kernel to restart"
+	case starting || k == nil:
+		// A run that holds the turn without a kernel is about to start
+		// one, or ends (and the read then takes its turn).
+		return r, nil, 0, "the session's kernel to start"
 	}
 	if down, _ := kernelDown(k); down {
-		// The read takes its turn, which says what became of the kernel.
-		return nil, "", nil
+		// The run finds it dead, and starts the next one or ends.
+		return r, nil, 0, "the session's kernel to start"
 	}
+	if k.HasSubshells() && !k.Attached() {
+		// A kernel this server started is prepared as part of its start
+		// (Session.prepare). One it attached to is prepared by the run's
+		// first block: a read before that waits for the run (besideOn).
+		ss.subMu.Lock()
+		g := ss.parent
+		ss.subMu.Unlock()
+		if g.k != k || g.gen != gen {
+			return r, nil, 0, "the session's kernel to start"
+		}
+	}
+	return r, k, gen, ""
+}
+
+// awaitKernel waits, at most Config.MaxWait, until the run holding the
+// session's turn has a kernel that can take a subshell request, or no run
+// holds the turn any more (r is nil then): it waits for the kernel's start,
+// never for the run. With wait unset it only looks: r is nil unless the
+// kernel is ready now. waited and what say how long it waited, and for
+// what; err says it gave up.
+func (ss *Session) awaitKernel(ctx context.Context, wait bool) (r *Run, k *kernel.Kernel, gen int, waited time.Duration, what string, err error) {
+	begun := time.Now()
+	var t *time.Timer
+	for {
+		changed := ss.rd.next()
+		r, k, gen, w := ss.kernelReady()
+		if w == "" {
+			if t != nil {
+				waited = time.Since(begun)
+			}
+			return r, k, gen, waited, what, nil
+		}
+		if !wait {
+			return nil, nil, 0, 0, "", nil
+		}
+		what = w
+		if t == nil {
+			t = time.NewTimer(ss.eng.cfg.MaxWait)
+			defer t.Stop()
+			ss.rd.waiting.Add(1)
+			defer ss.rd.waiting.Add(-1)
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			held := "the run ahead of it"
+			if r != nil {
+				held = "run " + r.id
+			}
+			return nil, nil, 0, time.Since(begun), what, fmt.Errorf("session %q: the read waited %v for %s (for %s), and gave up; nothing was read. "+
+				"A read waits for the kernel's start, not for the run: once the kernel is up it reads beside the run at once. Try again shortly",
+				ss.id, ss.eng.cfg.MaxWait, what, held)
+		case <-ctx.Done():
+			return nil, nil, 0, time.Since(begun), what, fmt.Errorf("session %q: the read was cancelled while it waited for %s (%v)", ss.id, what, ctx.Err())
+		case <-ss.eng.ctx.Done():
+			return nil, nil, 0, time.Since(begun), what, errShuttingDown
+		}
+	}
+}
+
+// Beside returns a Beside for a read while a run holds the session's turn
+// (executing a block, between two, or before its first) and its kernel has
+// subshells, creating the session's subshell on first use. While that
+// kernel starts or restarts, it waits for it (at most Config.MaxWait), not
+// for the run. Otherwise it returns nil, and why (empty when no run holds
+// the turn). err is set when the read can neither go beside the run nor
+// usefully wait for it: the kernel's start outlasted Config.MaxWait, or the
+// kernel does not answer at all (code holding the GIL).
+func (ss *Session) Beside(ctx context.Context) (*Beside, string, error) {
+	return ss.beside(ctx, true)
+}
+
+// BesideNow is Beside without the wait for a kernel that starts: b is nil
+// then, and why empty.
+func (ss *Session) BesideNow(ctx context.Context) (*Beside, string, error) {
+	return ss.beside(ctx, false)
+}
+
+func (ss *Session) beside(ctx context.Context, wait bool) (*Beside, string, error) {
+	r, k, gen, waited, what, err := ss.awaitKernel(ctx, wait)
+	if err != nil || r == nil {
+		return nil, "", err
+	}
+	b, why, err := ss.besideOn(ctx, r, k, gen)
+	if b != nil && waited > 0 {
+		b.waited, b.what = waited, what
+	}
+	return b, why, err
+}
+
+// besideOn is Beside once run r holds the turn and its kernel process (k,
+// gen) can take a subshell request.
+func (ss *Session) besideOn(ctx context.Context, r *Run, k *kernel.Kernel, gen int) (*Beside, string, error) {
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	st := ss.sub
@@ -230,11 +401,12 @@ func (ss *Session) createSubshell(st *subshellState) {
 
 // ReadBeside is for a read (get_value, list_variables) that may go beside
 // the run in progress. It waits for the caller's place; then, when a run
-// executes, nothing else waits for the session, and the kernel has
-// subshells, it returns b, which holds the place until the kernel has
-// taken the read up or the read is over (b.Release). Otherwise b is nil and
-// the place is kept for the caller's WaitTurn; waited says why the read
-// waits, when that is behind a run.
+// holds the session's turn, nothing else waits for the session, and the
+// kernel has subshells, it returns b, which holds the place until the
+// kernel has taken the read up or the read is over (b.Release). A kernel
+// that the run starts or restarts is waited for (Beside), the place held
+// meanwhile. Otherwise b is nil and the place is kept for the caller's
+// WaitTurn; waited says why the read waits, when that is behind a run.
 func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *Beside, waited string, err error) {
 	if place != nil {
 		if err := place.Wait(ctx); err != nil {
@@ -244,27 +416,27 @@ func (s *Engine) ReadBeside(ctx context.Context, ss *Session, place Place) (b *B
 	}
 	// The caller's place has come: every earlier call has joined the
 	// queue, so a queue of one is the run alone.
-	r := ss.CurrentRun()
-	if r == nil || !r.Executing() {
+	if ss.queueLen() > 1 {
+		if r, _ := ss.headRun(); r != nil {
+			return nil, fmt.Sprintf("Waited for run %s to end: calls sent before it were queued behind the run.", r.id), nil
+		}
 		return nil, "", nil
 	}
-	why := "calls sent before it were queued behind the run"
-	if ss.queueLen() == 1 {
-		b, why, err = ss.Beside(ctx)
-		if b != nil {
-			// The read gives the place up once it has the subshell, so
-			// that nothing sent after it goes first.
-			b.place = place
-			return b, "", nil
-		}
-		if err != nil {
-			if place != nil {
-				place.Done()
-			}
-			return nil, "", err
-		}
+	b, why, err := ss.Beside(ctx)
+	if b != nil {
+		// The read gives the place up once it has the subshell, so that
+		// nothing sent after it goes first.
+		b.place = place
+		return b, "", nil
 	}
-	if why == "" {
+	if err != nil {
+		if place != nil {
+			place.Done()
+		}
+		return nil, "", err
+	}
+	r, _ := ss.headRun()
+	if why == "" || r == nil {
 		return nil, "", nil
 	}
 	return nil, fmt.Sprintf("Waited for run %s to end: %s.", r.id, why), nil
@@ -622,6 +794,7 @@ func (ss *Session) guardParent(ctx context.Context, k *kernel.Kernel, gen int) {
 	ss.subMu.Lock()
 	ss.parent = parentGuard{k: k, gen: gen, err: why, inputs: inputs, answers: answers}
 	ss.subMu.Unlock()
+	ss.rd.signal() // a read waiting for the kernel to be ready
 }
 
 // inputCount reads the user_expression of the kernel's count of returned

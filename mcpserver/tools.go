@@ -486,10 +486,14 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 		note = "The kernel was stopped after being idle; the next run_code starts a fresh one (earlier variables are gone, history is kept)."
 	case k == nil:
 		note = "No kernel runs in this session yet; the next run_code starts one."
-	case info.State != "idle":
+	case info.State != "idle" || info.Run != nil:
 		note = "The kernel is " + info.State + "; details that need the kernel are left out."
-		// During a run, the probe can run beside it on a subshell.
-		if b, _, err := ss.Beside(ctx); err != nil {
+		if info.State == "idle" {
+			note = "Run " + info.Run.RunID + " goes on; details that need the kernel are left out."
+		}
+		// During a run (between its blocks too), the probe can run beside
+		// it on a subshell; a kernel still starting is not waited for.
+		if b, _, err := ss.BesideNow(ctx); err != nil {
 			note += " " + err.Error()
 		} else if b != nil {
 			out, err := b.Probe(ctx, engine.StatusProbe)
