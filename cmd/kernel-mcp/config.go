@@ -337,6 +337,9 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			}
 			return config{}, invalid("gateway-url", shown, "want an http:// or https:// URL such as http://127.0.0.1:8888")
 		}
+		if err := gatewayURLQuery(u); err != nil {
+			return config{}, err
+		}
 		if cfg.Python != "" {
 			return config{}, invalid("python", cfg.Python, "cannot be used with --gateway-url: the gateway's kernelspecs decide the interpreter (pick one with --kernel)")
 		}
@@ -366,6 +369,27 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 		return config{}, err
 	}
 	return cfg, nil
+}
+
+// gatewayURLQuery refuses a gateway URL with a query string or a fragment.
+// Jupyter prints its URL as http://host:8888/lab?token=<token>, and people
+// paste it as it is; but the URL is shown in results, errors and logs, so a
+// token in it would reach the model, and the gateway's API paths would
+// land inside the query anyway. The token goes in --gateway-token, sent as
+// a header and never shown. The error shows the URL without its query and
+// suggests the base URL: Jupyter's /lab or /tree page is no part of it.
+func gatewayURLQuery(u *url.URL) error {
+	if u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && u.RawFragment == "" {
+		return nil
+	}
+	bare := *u
+	bare.RawQuery, bare.ForceQuery, bare.Fragment, bare.RawFragment = "", false, "", ""
+	shown := bare.Redacted() + "?…"
+	for _, page := range []string{"/lab", "/tree"} {
+		bare.Path = strings.TrimSuffix(strings.TrimSuffix(bare.Path, "/"), page)
+	}
+	bare.Path, bare.RawPath = bare.Path+"/", ""
+	return invalid("gateway-url", shown, fmt.Sprintf("a query string or #fragment cannot be used: the URL is shown in results and logs, and a token in it would be too; give the base URL and the token apart, as --gateway-url %s --gateway-token <token> (or KERNEL_MCP_GATEWAY_TOKEN, kept out of ps)", bare.Redacted()))
 }
 
 // parseUI reads the web view's settings. A bare ":port" binds loopback:
