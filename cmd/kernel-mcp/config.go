@@ -35,6 +35,9 @@ type config struct {
 	Python    string
 	Kernel    string
 	Token     string
+	// TokenFile names the file the token is read from at start (into
+	// Token), so that it does not show in ps.
+	TokenFile string
 	Timeout   time.Duration // 0: none
 	MaxWait   time.Duration // longest a call holds its client
 	// ClientIdleTimeout closes HTTP client sessions that sent nothing for
@@ -180,6 +183,10 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	cfg.WorkDir = get("workdir")
 	cfg.Kernel = get("kernel")
 	cfg.Token = get("token")
+	cfg.TokenFile = get("token-file")
+	if cfg.Token != "" && cfg.TokenFile != "" {
+		return config{}, invalid("token-file", cfg.TokenFile, "give the token once: --token / KERNEL_MCP_TOKEN or a token file, not both")
+	}
 
 	if v := get("timeout"); v != "" {
 		d, err := parseSeconds(v)
@@ -461,8 +468,8 @@ func parseUsers(cfg *config, get func(string) string) error {
 	case cfg.TokensFile == "":
 	case !cfg.isHTTP():
 		return invalid("tokens-file", cfg.TokensFile, "users are told apart by their HTTP bearer tokens: use --transport streamable-http or sse")
-	case cfg.Token != "":
-		return invalid("tokens-file", cfg.TokensFile, "give --token / KERNEL_MCP_TOKEN (one user) or a tokens file (several), not both")
+	case cfg.Token != "" || cfg.TokenFile != "":
+		return invalid("tokens-file", cfg.TokensFile, "give --token / KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE (one user) or a tokens file (several), not both")
 	}
 	return nil
 }

@@ -46,10 +46,10 @@ func isLoopbackHost(host string) bool {
 // checkExposure refuses an HTTP server that anyone on the network could
 // reach without a token: a session runs arbitrary code.
 func checkExposure(cfg config) error {
-	if !cfg.isHTTP() || cfg.Token != "" || cfg.TokensFile != "" || isLoopbackHost(cfg.Host) {
+	if !cfg.isHTTP() || cfg.Token != "" || cfg.TokenFile != "" || cfg.TokensFile != "" || isLoopbackHost(cfg.Host) {
 		return nil
 	}
-	return fmt.Errorf("refusing to serve on non-loopback host %q without a token: anyone who can reach it could run code as you; set --token / KERNEL_MCP_TOKEN, or bind --host / MCP_HOST to 127.0.0.1", cfg.Host)
+	return fmt.Errorf("refusing to serve on non-loopback host %q without a token: anyone who can reach it could run code as you; set KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE (or --token, seen in ps), or bind --host / MCP_HOST to 127.0.0.1", cfg.Host)
 }
 
 // requireBearer wraps next so that every request must carry

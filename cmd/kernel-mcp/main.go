@@ -73,6 +73,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "kernel-mcp %s\n", versionString())
 		return exitOK
 	}
+	if cfg.TokenFile != "" {
+		if cfg.Token, err = loadTokenFile(cfg.TokenFile); err != nil {
+			fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+			return exitUsage
+		}
+	}
 	if err := checkExposure(cfg); err != nil {
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitUsage
@@ -239,7 +245,7 @@ func serveHTTPTransport(ctx context.Context, cfg config, srv *servers, ui *webVi
 		ui.announce(stderr, ln.Addr(), "also ")
 	}
 	if cfg.Token == "" && cfg.TokensFile == "" {
-		logger.Info("no token set: any local process can connect; set --token / KERNEL_MCP_TOKEN to require one")
+		logger.Info("no token set: any local process can connect; set KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE to require one")
 	}
 	return serveHTTP(ctx, ln, h, shutdownGrace, logger)
 }
