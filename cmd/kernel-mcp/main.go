@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 	"github.com/kernel-mcp/kernel-mcp/internal/stdiotransport"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,7 +131,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer ui.ln.Close()
 		uiURLs = ui.urls(ui.ln.Addr())
-		if host, _, _ := net.SplitHostPort(cfg.UI); !isLoopbackHost(host) {
+		if host, _, _ := net.SplitHostPort(cfg.UI); !httpguard.LoopbackHost(host) {
 			logger.Warn("the web view listens beyond this machine: anyone with its URL can read and run code in the sessions", "ui", cfg.UI)
 		}
 	}
