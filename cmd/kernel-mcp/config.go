@@ -396,7 +396,7 @@ func gatewayURLQuery(u *url.URL) error {
 		bare.Path = strings.TrimSuffix(strings.TrimSuffix(bare.Path, "/"), page)
 	}
 	bare.Path, bare.RawPath = bare.Path+"/", ""
-	return invalid("gateway-url", shown, fmt.Sprintf("a query string or #fragment cannot be used: the URL is shown in results and logs, and a token in it would be too; give the base URL and the token apart, as --gateway-url %s --gateway-token <token> (or KERNEL_MCP_GATEWAY_TOKEN, kept out of ps)", bare.Redacted()))
+	return invalid("gateway-url", shown, fmt.Sprintf("a query string or #fragment cannot be used: the URL is shown in results and logs, and a token in it would be too; give the base URL and the token apart, as --gateway-url %s --gateway-token <token>, or better the token in KERNEL_MCP_GATEWAY_TOKEN, which ps does not show", bare.Redacted()))
 }
 
 // parseUI reads the web view's settings. A bare ":port" binds loopback:
