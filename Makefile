@@ -16,7 +16,31 @@ LDFLAGS := -X main.version=$(VERSION)
 DIST_VENV ?= $(or $(KERNEL_MCP_TEST_DIST_VENV),$(HOME)/.cache/kernel-mcp/venv-dist)
 DIST_PYTHON ?= $(DIST_VENV)/bin/python
 
-.PHONY: all build run test vet staticcheck cross tracked bench context soak fuzz clean dist dist-venv
+.PHONY: all build run test vet staticcheck cross tracked bench context soak soak-check fuzz clean dist dist-venv
+
+# Node packages, each folder's from its package-lock.json, installed by
+# `npm ci` when missing or when the lock file is newer than npm's record of
+# the install (node_modules/.package-lock.json, which npm ci writes; an
+# `npm ci` run by hand, as .ci/run does, counts too).
+NPM ?= npm
+NPM_CI = PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(NPM) ci --no-audit --no-fund --loglevel=error
+# integration/: the TypeScript MCP SDK, the Inspector CLI, the conformance
+# suite with the Node 22 it runs on, playwright-core (never a browser).
+INTEGRATION_NODE := integration/node_modules/.package-lock.json
+# packaging/mcpb: the mcpb command that packs the Claude Desktop bundle.
+MCPB_NODE := packaging/mcpb/node_modules/.package-lock.json
+
+NPM_CHECK = @command -v $(NPM) >/dev/null || { echo "make: npm is missing (it installs $(patsubst %/node_modules,%,$(@D))/package-lock.json); install Node.js with npm (https://nodejs.org or your package manager), then run make again" >&2; exit 1; }
+
+$(INTEGRATION_NODE): integration/package-lock.json
+	$(NPM_CHECK)
+	cd integration && $(NPM_CI)
+	touch $@
+
+$(MCPB_NODE): packaging/mcpb/package-lock.json
+	$(NPM_CHECK)
+	cd packaging/mcpb && $(NPM_CI)
+	touch $@
 
 all: build
 
@@ -57,8 +81,10 @@ tracked:
 	bash scripts/check-tracked.sh
 
 # The whole suite: static checks, cross builds, and every test with the race
-# detector against real kernels.
-test: tracked vet staticcheck cross
+# detector against real kernels. The Node packages it installs itself; the
+# rest (README.md, Set up) .ci/run installs, and a test missing them skips
+# (fails with CI=true).
+test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE)
 	$(GO) test -race -count=1 -timeout 25m ./...
 	# Fuzz budgets are counts, not durations: with a duration, Go 1.26's
 	# fuzzing coordinator can report "context deadline exceeded" at the
@@ -72,12 +98,31 @@ test: tracked vet staticcheck cross
 # work and random faults for SOAK_MINUTES (default 10), then checks that
 # nothing was lost. SOAK_SEED (random by default) is printed, so a failure
 # can be replayed. Its 60 s version, with a fixed seed, runs in `make test`.
-# Needs what the integration tests need (npm ci in integration/, the Kernel
-# Gateway venv, bwrap). See docs/reliability.md.
+# It installs the Node packages of integration/ and the Kernel Gateway venv
+# when missing; for the Python packages of python3 and for bwrap it stops at
+# once, before installing anything, with the command that installs them.
+# See docs/reliability.md.
 SOAK_MINUTES ?= 10
-soak:
-	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_SEED=$(SOAK_SEED) CI=$(or $(CI),true) $(GO) test -race -count=1 -v -run '^TestSoak$$' \
+# The Kernel Gateway venv of the gateway tests and the soak
+# (internal/gatewaytest), as .ci/run makes it.
+KG_VENV ?= $(or $(KERNEL_MCP_TEST_KG_VENV),$(HOME)/.cache/kernel-mcp/venv-kg)
+
+soak: soak-check $(INTEGRATION_NODE) $(KG_VENV)/.installed
+	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_SEED=$(SOAK_SEED) CI=$(or $(CI),true) KERNEL_MCP_TEST_KG_VENV=$(KG_VENV) \
+		$(GO) test -race -count=1 -v -run '^TestSoak$$' \
 		-timeout $$(awk 'BEGIN { print int($(SOAK_MINUTES) * 60 + 1200) }')s ./integration/
+
+# What the soak needs that make does not install.
+soak-check:
+	@python3 -c 'import ipykernel, pandas, matplotlib, nbformat' 2>/dev/null || { echo "make soak: python3 lacks a package its kernels use; run: python3 -m pip install ipykernel pandas matplotlib nbformat" >&2; exit 1; }
+	@command -v bwrap >/dev/null || { echo "make soak: bwrap is missing (one server runs under --sandbox); run: sudo apt-get install bubblewrap" >&2; exit 1; }
+
+# The packages are .ci/run's; a venv it made is completed, not remade.
+$(KG_VENV)/.installed:
+	[ -x $(KG_VENV)/bin/python ] || python3 -m venv $(KG_VENV)
+	$(KG_VENV)/bin/python -m pip install --disable-pip-version-check -q jupyter_kernel_gateway jupyter_server ipykernel
+	$(KG_VENV)/bin/jupyter-kernelgateway --version >/dev/null
+	touch $@
 
 # kernel-mcp against jupyter_client on the same kernel and against the MCP
 # servers it replaces (installed from PyPI into a cached virtualenv), in one
@@ -113,14 +158,18 @@ $(CONTEXT_VENV)/.installed: bench/context/requirements.txt
 # Claude Desktop bundle and SHA256SUMS (internal/dist; every binary gets
 # -X main.version=$(VERSION) there). Timestamps: SOURCE_DATE_EPOCH, else the
 # commit time of HEAD. docs/install.md says what the release workflow adds.
-dist: $(DIST_PYTHON)
+# It installs the dist venv and the mcpb command when missing.
+dist: $(DIST_VENV)/.installed $(MCPB_NODE)
 	$(GO) run ./internal/dist -out dist -python $(DIST_PYTHON)
 
-dist-venv: $(DIST_PYTHON)
+dist-venv: $(DIST_VENV)/.installed
 
-$(DIST_PYTHON):
-	python3 -m venv $(DIST_VENV)
+# Remade when the pinned tools change (the venv itself is kept: .ci/run
+# may have made it).
+$(DIST_VENV)/.installed: packaging/python/build-requirements.txt
+	[ -x $(DIST_PYTHON) ] || python3 -m venv $(DIST_VENV)
 	$(DIST_PYTHON) -m pip install --disable-pip-version-check -q -r packaging/python/build-requirements.txt
+	cp packaging/python/build-requirements.txt $@
 
 clean:
 	rm -rf bin dist

@@ -53,6 +53,12 @@ func (c *Config) checkGatewayConfig() error {
 	if c.GatewayURL == "" {
 		return nil
 	}
+	// The URL is shown in results and errors, which reach the model: a
+	// token pasted into its query (as Jupyter prints it) would be too.
+	if u, err := url.Parse(c.GatewayURL); err == nil && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
+		u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+		return fmt.Errorf("the gateway URL %s?… has a query string or fragment: give the base URL alone, and the token as --gateway-token (GatewayToken), which is sent as a header and never shown", u.Redacted())
+	}
 	if c.Python != "" {
 		return fmt.Errorf("--python (%s) cannot be used with --gateway-url: the gateway's kernelspecs decide the interpreter; use --kernel to pick one of them", c.Python)
 	}

@@ -346,11 +346,13 @@ func absPaths(ps []string) []string {
 	return out
 }
 
-// filterEnv drops the server's own secrets from the kernel's environment.
+// filterEnv drops the server's own secrets from the kernel's environment:
+// its bearer tokens, and the files that hold them, which code in the
+// kernel would otherwise be pointed straight at.
 func filterEnv(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "KERNEL_MCP_TOKEN=") || strings.HasPrefix(kv, "KERNEL_MCP_TOKENS_FILE=") {
+		if strings.HasPrefix(kv, "KERNEL_MCP_TOKEN=") || strings.HasPrefix(kv, "KERNEL_MCP_TOKEN_FILE=") || strings.HasPrefix(kv, "KERNEL_MCP_TOKENS_FILE=") {
 			continue
 		}
 		out = append(out, kv)

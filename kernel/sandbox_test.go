@@ -106,7 +106,7 @@ func TestHostSystem(t *testing.T) {
 
 // The kernel never gets the server's bearer tokens.
 func TestFilterEnv(t *testing.T) {
-	got := filterEnv([]string{"A=1", "KERNEL_MCP_TOKEN=s3cret", "KERNEL_MCP_TOKENS_FILE=/x", "KERNEL_MCP_TIMEOUT=3"})
+	got := filterEnv([]string{"A=1", "KERNEL_MCP_TOKEN=s3cret", "KERNEL_MCP_TOKENS_FILE=/x", "KERNEL_MCP_TOKEN_FILE=/y", "KERNEL_MCP_TIMEOUT=3"})
 	if !slices.Equal(got, []string{"A=1", "KERNEL_MCP_TIMEOUT=3"}) {
 		t.Errorf("filterEnv = %q", got)
 	}

@@ -8,7 +8,8 @@
 //	mux.Handle("/ui/", h)
 //
 // Every request needs the token, as ?token= or "Authorization: Bearer"; a
-// request from another origin is refused. The handler knows nothing of MCP:
+// request from another origin is refused, and so is one that came in on a
+// loopback address naming another host (DNS rebinding). The handler knows nothing of MCP:
 // it works on the engine, as the MCP tools do, so a cell the person runs
 // queues like any run and lands in the same history.
 package webview
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 )
 
 // Prefix is the path the handler serves under.
@@ -99,8 +101,12 @@ type view struct {
 	digest [sha256.Size]byte
 }
 
-// guard refuses requests from another origin (403) and without the token
-// (401), and sets the headers every answer carries.
+// guard refuses requests that name a foreign host on a loopback port (403,
+// DNS rebinding), come from another origin (403) or lack the token (401),
+// and sets the headers every answer carries. A refused request's body is
+// never read, and its connection is closed after the answer
+// (httpguard.RefuseUnread), as on the MCP endpoint: a client refused must
+// not hold a connection by sending the body it declared slowly.
 func (v *view) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -110,13 +116,21 @@ func (v *view) guard(next http.Handler) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
+		if httpguard.Rebinding(r) {
+			v.o.Logger.Warn("web view: refused a request naming another host (DNS rebinding?)", "remote", r.RemoteAddr, "host", r.Host, "path", r.URL.Path)
+			httpguard.RefuseUnread(w)
+			httpError(w, http.StatusForbidden, fmt.Sprintf("Host %q refused: on a loopback address the web view answers only 127.0.0.1, [::1] or localhost", r.Host))
+			return
+		}
 		if !sameOrigin(r) {
 			v.o.Logger.Warn("web view: refused a cross-origin request", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "path", r.URL.Path)
+			httpguard.RefuseUnread(w)
 			httpError(w, http.StatusForbidden, "cross-origin request refused: the web view answers only its own page")
 			return
 		}
 		if !v.authorized(r) {
 			v.o.Logger.Warn("web view: refused a request without the token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+			httpguard.RefuseUnread(w)
 			h.Set("WWW-Authenticate", `Bearer realm="kernel-mcp web view"`)
 			httpError(w, http.StatusUnauthorized, "the web view needs its token: open the URL kernel-mcp printed (…/ui/?token=…)")
 			return

@@ -36,6 +36,9 @@ type config struct {
 	Python    string
 	Kernel    string
 	Token     string
+	// TokenFile names the file the token is read from at start (into
+	// Token), so that it does not show in ps.
+	TokenFile string
 	Timeout   time.Duration // 0: none
 	MaxWait   time.Duration // longest a call holds its client
 	// ClientIdleTimeout closes HTTP client sessions that sent nothing for
@@ -182,6 +185,10 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 	cfg.WorkDir = get("workdir")
 	cfg.Kernel = get("kernel")
 	cfg.Token = get("token")
+	cfg.TokenFile = get("token-file")
+	if cfg.Token != "" && cfg.TokenFile != "" {
+		return config{}, invalid("token-file", cfg.TokenFile, "give the token once: --token / KERNEL_MCP_TOKEN or a token file, not both")
+	}
 
 	if v := get("timeout"); v != "" {
 		d, err := parseSeconds(v)
@@ -348,6 +355,9 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			}
 			return config{}, invalid("gateway-url", shown, "want an http:// or https:// URL such as http://127.0.0.1:8888")
 		}
+		if err := gatewayURLQuery(u); err != nil {
+			return config{}, err
+		}
 		if cfg.Python != "" {
 			return config{}, invalid("python", cfg.Python, "cannot be used with --gateway-url: the gateway's kernelspecs decide the interpreter (pick one with --kernel)")
 		}
@@ -377,6 +387,27 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 		return config{}, err
 	}
 	return cfg, nil
+}
+
+// gatewayURLQuery refuses a gateway URL with a query string or a fragment.
+// Jupyter prints its URL as http://host:8888/lab?token=<token>, and people
+// paste it as it is; but the URL is shown in results, errors and logs, so a
+// token in it would reach the model, and the gateway's API paths would
+// land inside the query anyway. The token goes in --gateway-token, sent as
+// a header and never shown. The error shows the URL without its query and
+// suggests the base URL: Jupyter's /lab or /tree page is no part of it.
+func gatewayURLQuery(u *url.URL) error {
+	if u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && u.RawFragment == "" {
+		return nil
+	}
+	bare := *u
+	bare.RawQuery, bare.ForceQuery, bare.Fragment, bare.RawFragment = "", false, "", ""
+	shown := bare.Redacted() + "?…"
+	for _, page := range []string{"/lab", "/tree"} {
+		bare.Path = strings.TrimSuffix(strings.TrimSuffix(bare.Path, "/"), page)
+	}
+	bare.Path, bare.RawPath = bare.Path+"/", ""
+	return invalid("gateway-url", shown, fmt.Sprintf("a query string or #fragment cannot be used: the URL is shown in results and logs, and a token in it would be too; give the base URL and the token apart, as --gateway-url %s --gateway-token <token>, or better the token in KERNEL_MCP_GATEWAY_TOKEN, which ps does not show", bare.Redacted()))
 }
 
 // parseUI reads the web view's settings. A bare ":port" binds loopback:
@@ -448,8 +479,8 @@ func parseUsers(cfg *config, get func(string) string) error {
 	case cfg.TokensFile == "":
 	case !cfg.isHTTP():
 		return invalid("tokens-file", cfg.TokensFile, "users are told apart by their HTTP bearer tokens: use --transport streamable-http or sse")
-	case cfg.Token != "":
-		return invalid("tokens-file", cfg.TokensFile, "give --token / KERNEL_MCP_TOKEN (one user) or a tokens file (several), not both")
+	case cfg.Token != "" || cfg.TokenFile != "":
+		return invalid("tokens-file", cfg.TokensFile, "give --token / KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE (one user) or a tokens file (several), not both")
 	}
 	return nil
 }

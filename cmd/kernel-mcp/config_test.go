@@ -344,6 +344,20 @@ func TestGatewayURLErrorHidesPassword(t *testing.T) {
 	}
 }
 
+// A gateway URL with a query string (where Jupyter prints its token) or a
+// fragment is refused, naming --gateway-token and quoting no query.
+func TestGatewayURLQueryRefused(t *testing.T) {
+	for _, v := range []string{"http://gw:8888/?token=secrettok", "http://gw:8888/lab?token=secrettok", "http://gw:8888/#secrettok", "http://gw:8888/?"} {
+		_, err := parseConfigFor("linux", []string{"--gateway-url", v}, env(nil))
+		if err == nil || strings.Contains(err.Error(), "secrettok") || !strings.Contains(err.Error(), "--gateway-token") {
+			t.Errorf("--gateway-url %s: %v", v, err)
+		}
+	}
+	if cfg, err := parseConfigFor("linux", []string{"--gateway-url", "http://gw:8888/base/"}, env(nil)); err != nil || cfg.GatewayURL != "http://gw:8888/base/" {
+		t.Errorf("a base URL without a query: %+v, %v", cfg, err)
+	}
+}
+
 // A relative state directory or tokens file is made absolute against the
 // directory the server starts in: bwrap would take it against its new root.
 func TestConfigPathsMadeAbsolute(t *testing.T) {

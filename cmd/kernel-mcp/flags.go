@@ -29,7 +29,8 @@ var settings = []setting{
 	{"port", "MCP_PORT", "8000", "HTTP port (0 picks a free one); streamable HTTP at /mcp, SSE at /sse"},
 	{"python", "PYTHON_MCP_INTERPRETER", "the python of the env kernel-mcp was pip-installed in, if it has ipykernel (never a uvx, uv tool or pipx env), else $CONDA_PREFIX's python, else the python3 kernelspec, else python3 on PATH", "Python interpreter whose ipykernel runs the code; one named here without ipykernel stops the server at start"},
 	{"kernel", "KERNEL_MCP_KERNEL", "none", "kernelspec name to use instead of an interpreter"},
-	{"token", "KERNEL_MCP_TOKEN", "none", "HTTP bearer token clients must send as 'Authorization: Bearer <token>'"},
+	{"token", "KERNEL_MCP_TOKEN", "none", "HTTP bearer token clients must send as 'Authorization: Bearer <token>'; on the command line every local user sees it in ps: prefer the variable or --token-file"},
+	{"token-file", "KERNEL_MCP_TOKEN_FILE", "none", "file holding the HTTP bearer token alone (a trailing newline is dropped), readable by its owner only (mode 600); not with --token"},
 	{"timeout", "KERNEL_MCP_TIMEOUT", "0", "default execution timeout in seconds (fractions allowed); 0 means none"},
 	{"max-wait", "KERNEL_MCP_MAX_WAIT", "45", "seconds a call may hold its client: a run still going then is handed off with its run_id (wait_run gives the rest); keep it under the client's own request timeout"},
 	{"client-idle-timeout", "KERNEL_MCP_CLIENT_IDLE_TIMEOUT", "1800", "seconds an HTTP client's MCP session may send nothing before the server forgets it (its kernel sessions and runs stay); 0 means never"},
@@ -49,7 +50,7 @@ var settings = []setting{
 	{"interrupt-grace", "KERNEL_MCP_INTERRUPT_GRACE", "5", "seconds an interrupted kernel gets to stop before it is restarted"},
 	// Remote kernels.
 	{"gateway-url", "KERNEL_MCP_GATEWAY_URL", "none", "run kernels on this Jupyter Server, Kernel Gateway or Enterprise Gateway (http:// or https:// base URL) instead of as local processes"},
-	{"gateway-token", "KERNEL_MCP_GATEWAY_TOKEN", "none", "token for --gateway-url, sent as 'Authorization: token <token>'"},
+	{"gateway-token", "KERNEL_MCP_GATEWAY_TOKEN", "none", "token for --gateway-url, sent as 'Authorization: token <token>' (not in the URL's query, which is shown); prefer the variable, since ps shows a command line"},
 	// Confinement.
 	{"sandbox", "KERNEL_MCP_SANDBOX", "false", "run every kernel under bubblewrap: no network, own PID namespace, only the system's folders shown (read-only) besides the session's cwd; Linux only"},
 	{"sandbox-allow", "KERNEL_MCP_SANDBOX_ALLOW", "none", "with --sandbox, an absolute path the kernels (and the tools) may read; repeat the flag, or separate paths with ':' in the variable"},

@@ -9,10 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,28 +28,13 @@ const (
 // in flight before closing their connections.
 const shutdownGrace = 5 * time.Second
 
-// isLoopbackHost reports whether host (a bind address, with or without
-// brackets or a zone) only accepts connections from this machine:
-// 127.0.0.0/8, ::1 (also IPv4-mapped) or "localhost".
-func isLoopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") || strings.EqualFold(host, "localhost.") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	return ip.Unmap().IsLoopback()
-}
-
 // checkExposure refuses an HTTP server that anyone on the network could
 // reach without a token: a session runs arbitrary code.
 func checkExposure(cfg config) error {
-	if !cfg.isHTTP() || cfg.Token != "" || cfg.TokensFile != "" || isLoopbackHost(cfg.Host) {
+	if !cfg.isHTTP() || cfg.Token != "" || cfg.TokenFile != "" || cfg.TokensFile != "" || httpguard.LoopbackHost(cfg.Host) {
 		return nil
 	}
-	return fmt.Errorf("refusing to serve on non-loopback host %q without a token: anyone who can reach it could run code as you; set --token / KERNEL_MCP_TOKEN, or bind --host / MCP_HOST to 127.0.0.1", cfg.Host)
+	return fmt.Errorf("refusing to serve on non-loopback host %q without a token: anyone who can reach it could run code as you; set KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE (or --token, seen in ps), or bind --host / MCP_HOST to 127.0.0.1", cfg.Host)
 }
 
 // requireBearer wraps next so that every request must carry

@@ -19,39 +19,6 @@ import (
 
 var discard = slog.New(slog.DiscardHandler)
 
-func TestIsLoopbackHost(t *testing.T) {
-	tests := []struct {
-		host string
-		want bool
-	}{
-		{"127.0.0.1", true},
-		{"127.1.2.3", true},
-		{"127.255.255.254", true},
-		{"::1", true},
-		{"[::1]", true},
-		{"::ffff:127.0.0.1", true},
-		{"localhost", true},
-		{"LocalHost", true},
-		{"localhost.", true},
-		{"0.0.0.0", false},
-		{"::", false},
-		{"", false},
-		{"128.0.0.1", false},
-		{"10.0.0.5", false},
-		{"192.168.1.10", false},
-		{"::2", false},
-		{"fe80::1%eth0", false},
-		{"example.com", false},
-		{"localhost.example.com", false},
-		{"127.0.0.1.nip.io", false},
-	}
-	for _, tt := range tests {
-		if got := isLoopbackHost(tt.host); got != tt.want {
-			t.Errorf("isLoopbackHost(%q) = %v, want %v", tt.host, got, tt.want)
-		}
-	}
-}
-
 func TestCheckExposure(t *testing.T) {
 	tests := []struct {
 		transport, host, token string

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 )
 
 // httpLimits bound what one HTTP connection may hold. There is no write
@@ -42,15 +44,11 @@ var defaultHTTPLimits = httpLimits{
 }
 
 // unauthorized answers 401 without reading the request's body and closes
-// the connection after it: a client without the token must not hold a
-// connection by sending its body slowly. (Go's server would otherwise read
-// up to 256 KiB of the body, unbounded in time, before answering.)
+// the connection after it (httpguard.RefuseUnread): a client without the
+// token must not hold a connection by sending its body slowly.
 func unauthorized(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
+	httpguard.RefuseUnread(w)
 	w.Header().Set("WWW-Authenticate", "Bearer")
-	// The body is not read: a past deadline makes the server give up on
-	// it at once rather than drain it.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 }
 

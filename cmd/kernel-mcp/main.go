@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 	"github.com/kernel-mcp/kernel-mcp/internal/stdiotransport"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,6 +74,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "kernel-mcp %s\n", versionString())
 		return exitOK
 	}
+	if cfg.TokenFile != "" {
+		if cfg.Token, err = loadTokenFile(cfg.TokenFile); err != nil {
+			fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+			return exitUsage
+		}
+	}
 	if err := checkExposure(cfg); err != nil {
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitUsage
@@ -124,7 +131,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer ui.ln.Close()
 		uiURLs = ui.urls(ui.ln.Addr())
-		if host, _, _ := net.SplitHostPort(cfg.UI); !isLoopbackHost(host) {
+		if host, _, _ := net.SplitHostPort(cfg.UI); !httpguard.LoopbackHost(host) {
 			logger.Warn("the web view listens beyond this machine: anyone with its URL can read and run code in the sessions", "ui", cfg.UI)
 		}
 	}
@@ -240,7 +247,7 @@ func serveHTTPTransport(ctx context.Context, cfg config, srv *servers, ui *webVi
 		ui.announce(stderr, ln.Addr(), "also ")
 	}
 	if cfg.Token == "" && cfg.TokensFile == "" {
-		logger.Info("no token set: any local process can connect; set --token / KERNEL_MCP_TOKEN to require one")
+		logger.Info("no token set: any local process can connect; set KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE to require one")
 	}
 	return serveHTTP(ctx, ln, h, shutdownGrace, logger)
 }

@@ -46,6 +46,42 @@ func TestRunHelp(t *testing.T) {
 	}
 }
 
+// A gateway URL pasted as Jupyter prints it, token in the query, is
+// refused at start with the way to give the token instead, and the token
+// appears nowhere in what the server writes.
+func TestRunRefusesGatewayTokenInURL(t *testing.T) {
+	const secret = "5f1e0c7a9b3d2e8f"
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		base string // the base URL the error suggests
+	}{
+		{[]string{"--gateway-url", "http://127.0.0.1:8888/?token=" + secret}, nil, "http://127.0.0.1:8888/"},
+		{[]string{"--gateway-url", "http://127.0.0.1:8888/lab?token=" + secret}, nil, "http://127.0.0.1:8888/"},
+		{nil, map[string]string{"KERNEL_MCP_GATEWAY_URL": "https://hub.example/user/ana/tree?token=" + secret}, "https://hub.example/user/ana/"},
+		{[]string{"--gateway-url", "http://gw:8888/#token=" + secret, "--gateway-token", "other"}, nil, "http://gw:8888/"},
+		{[]string{"--transport", "streamable-http", "--port", "0", "--gateway-url", "http://gw:8888?x=1&token=" + secret}, nil, "http://gw:8888/"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), tt.args, env(with(tt.env)), &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if code != exitUsage {
+			t.Errorf("%v %v: exit %d, want 2; output %q", tt.args, tt.env, code, out)
+		}
+		if strings.Contains(out, secret) {
+			t.Errorf("%v %v: the token is in the output: %q", tt.args, tt.env, out)
+		}
+		for _, w := range []string{"--gateway-url", "query string", "--gateway-token", "KERNEL_MCP_GATEWAY_TOKEN", "--gateway-url " + tt.base + " --gateway-token <token>"} {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%v %v: stderr %q lacks %q", tt.args, tt.env, stderr.String(), w)
+			}
+		}
+		if strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v %v: want one line on stderr, got %q", tt.args, tt.env, stderr.String())
+		}
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
 	tests := []struct {
 		args []string

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"runtime"
 	"strings"
+	"unicode"
 )
 
 // user is one line of a tokens file: a name and its bearer token.
@@ -22,6 +24,53 @@ var validUserName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // minTokenLength is the shortest token a tokens file may hold: anything
 // shorter can be guessed over HTTP.
 const minTokenLength = 16
+
+// maxTokenFile bounds what loadTokenFile reads: a token is a line, and a
+// bigger file is the wrong file.
+const maxTokenFile = 4096
+
+// loadTokenFile reads --token-file: the token alone, white space around it
+// (a trailing newline) dropped. Like a tokens file, it is refused when
+// users other than its owner may read or write it: the file exists to keep
+// the token from the other local users, who see --token in ps; one they
+// can read gives it away just the same, and one they can write lets them
+// choose it. A refusal, not a warning: a warning goes to a log the person
+// may never read. (On Windows, where Go reports no such mode bits, that
+// check is left to the folder's ACL.) A pipe works too, so a shell can
+// hand the token over as --token-file <(pass show kernel-mcp).
+func loadTokenFile(path string) (string, error) {
+	const name = "token file (--token-file / KERNEL_MCP_TOKEN_FILE)"
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", name, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", name, err)
+	}
+	if st.IsDir() {
+		return "", fmt.Errorf("%s %s is a directory: name the file that holds the token", name, path)
+	}
+	if perm := st.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
+		return "", fmt.Errorf("%s %s can be read or written by group or others (mode %04o): they could take the token or set their own; run chmod 600 %s", name, path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v", name, path, err)
+	}
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("%s %s is over %d bytes: it should hold the token alone", name, path, maxTokenFile)
+	}
+	token := strings.TrimSpace(string(b))
+	switch {
+	case token == "":
+		return "", fmt.Errorf("%s %s is empty: write the token in it (make one with: openssl rand -hex 32)", name, path)
+	case strings.ContainsFunc(token, unicode.IsSpace):
+		return "", fmt.Errorf("%s %s holds more than one word: it should hold the token alone, on one line (for several users, use --tokens-file)", name, path)
+	}
+	return token, nil
+}
 
 // loadTokensFile reads a tokens file, refusing one that users other than
 // its owner can read (on Windows, where Go reports no such mode bits, that

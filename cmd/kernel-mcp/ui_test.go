@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -152,6 +154,77 @@ func TestRunWebViewPerUser(t *testing.T) {
 		t.Errorf("MCP endpoint without a token: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+	cancel()
+	if code := <-exit; code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// The web view, on --ui's port and under /ui/ on the MCP port, refuses a
+// request naming a foreign Host on loopback (DNS rebinding) even with the
+// token, as the MCP endpoint does; and a request it refuses gets its answer
+// at once, its declared body unread, and loses its connection.
+func TestRunWebViewRefusals(t *testing.T) {
+	pr, pw := io.Pipe()
+	views := make(chan string, 2)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		view := regexp.MustCompile(`web view (?:also )?at (http://\S+)`)
+		for sc.Scan() {
+			if m := view.FindStringSubmatch(sc.Text()); m != nil {
+				views <- m[1]
+			}
+		}
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"--transport", "streamable-http", "--port", "0", "--state-dir", "none", "--pool-size", "0", "--token", "mcp-token", "--ui", "127.0.0.1:0"}, env(base), io.Discard, pw)
+		pw.Close()
+	}()
+	for range 2 {
+		var view string
+		select {
+		case view = <-views:
+		case code := <-exit:
+			t.Fatalf("run exited %d before serving", code)
+		}
+		u, err := url.Parse(view)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, token := u.Host, u.Query().Get("token")
+		_, port, _ := net.SplitHostPort(addr)
+		exchange := func(req string) string {
+			c := dialRaw(t, addr)
+			io.WriteString(c, req)
+			return readUntilClosed(t, c, time.Now().Add(hangBound))
+		}
+		get := func(host string) string {
+			return exchange("GET /ui/api/sessions HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + token + "\r\nConnection: close\r\n\r\n")
+		}
+		if got := get("localhost:" + port); !strings.HasPrefix(got, "HTTP/1.1 200 ") {
+			t.Errorf("%s: GET with the token and Host localhost: %q", addr, got)
+		}
+		for _, host := range []string{"evil.example:" + port, "attacker.test"} {
+			if got := get(host); !strings.HasPrefix(got, "HTTP/1.1 403 ") || !strings.Contains(got, host) {
+				t.Errorf("%s: GET with the token and Host %s: %q, want 403 naming the host", addr, host, got)
+			}
+		}
+		// The bodies are declared and never sent: under 256 KiB, which
+		// Go's server would otherwise wait for before answering.
+		for _, c := range []struct{ host, auth, want string }{
+			{addr, "", "HTTP/1.1 401 "},
+			{addr, "Authorization: Bearer wrong\r\n", "HTTP/1.1 401 "},
+			{"evil.example", "Authorization: Bearer " + token + "\r\n", "HTTP/1.1 403 "},
+		} {
+			got := exchange("POST /ui/api/sessions/s/run HTTP/1.1\r\nHost: " + c.host + "\r\n" + c.auth + "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+			if !strings.HasPrefix(got, c.want) {
+				t.Errorf("%s: POST to Host %s with %q and a body never sent: %q, want %q at once", addr, c.host, c.auth, got, c.want)
+			}
+		}
 	}
 	cancel()
 	if code := <-exit; code != 0 {

@@ -154,6 +154,10 @@ func build(ctx context.Context, o options) (err error) {
 	if err := cleanOut(o.Out); err != nil {
 		return err
 	}
+	// Said before the build, not as a failed exec at its end.
+	if _, err := os.Stat(o.MCPB); err != nil {
+		return fmt.Errorf("the mcpb command, which packs the Claude Desktop bundle, is missing: %v (run `npm ci` in packaging/mcpb, or `make dist`, which does)", err)
+	}
 	if o.Work == "" {
 		if o.Work, err = os.MkdirTemp("", "kernel-mcp-dist-"); err != nil {
 			return err

@@ -267,4 +267,16 @@ func TestBadInput(t *testing.T) {
 	if left, _ := os.ReadDir(empty); len(left) != 0 {
 		t.Errorf("a build without hatchling wrote %v", left)
 	}
+	// So does a missing mcpb command, naming the way to install it.
+	if out, err := exec.Command(distPython(), "-c", "import hatchling").CombinedOutput(); err != nil {
+		unavailable(t, "hatchling in %s (KERNEL_MCP_TEST_DIST_VENV): %v %s", distVenv(), err, out)
+	}
+	missing := filepath.Join(t.TempDir(), "mcpb")
+	err = run(context.Background(), []string{"-root", repoRoot(t), "-out", empty, "-python", distPython(), "-mcpb", missing})
+	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "npm ci") || !strings.Contains(err.Error(), "make dist") {
+		t.Errorf("-mcpb %s: %v", missing, err)
+	}
+	if left, _ := os.ReadDir(empty); len(left) != 0 {
+		t.Errorf("a build without the mcpb command wrote %v", left)
+	}
 }
