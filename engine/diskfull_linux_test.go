@@ -1,62 +1,16 @@
 package engine
 
 import (
-	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/testdisk"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 )
-
-// smallDisk mounts a 1 MiB tmpfs for the test and returns its folder and a
-// function that fills it to the last byte with a file whose path it
-// returns (removing the file frees the space). Mounting needs root:
-// without it the test is skipped, or fails under CI=true.
-func smallDisk(t *testing.T) (dir string, fill func() string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("mounting a small tmpfs needs root")
-		}
-		t.Skip("mounting a small tmpfs needs root")
-	}
-	dir = filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	fill = func() string {
-		t.Helper()
-		f, err := os.CreateTemp(dir, "filler-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		chunk := make([]byte, 4096)
-		for len(chunk) > 0 {
-			if _, err := f.Write(chunk); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				chunk = chunk[:len(chunk)/2]
-			}
-		}
-		return f.Name()
-	}
-	return dir, fill
-}
 
 func codesOf(entries []history.Entry) []string {
 	codes := make([]string, len(entries))
@@ -75,7 +29,7 @@ func codesOf(entries []history.Entry) []string {
 // and a restart lost the block (and kept the next one that fitted).
 func TestHistoryOnFullDisk(t *testing.T) {
 	ipytest.Require(t)
-	state, fill := smallDisk(t)
+	state, fill := testdisk.Small(t)
 	cfg := Config{PoolSize: 0, StateDir: state, WorkDir: t.TempDir()}
 	e := newTestEngine(t, cfg)
 	ss, err := e.LookupOrCreate("full")

@@ -3,57 +3,13 @@ package history
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// smallDisk mounts a 1 MiB tmpfs for the test and returns its folder and a
-// function that fills it to the last byte (with a file it returns, which
-// frees the space when removed). Mounting needs root: without it the test
-// is skipped, or fails under CI=true.
-func smallDisk(t *testing.T) (dir string, fill func() string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("mounting a small tmpfs needs root")
-		}
-		t.Skip("mounting a small tmpfs needs root")
-	}
-	dir = filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	fill = func() string {
-		t.Helper()
-		f, err := os.CreateTemp(dir, "filler-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		chunk := make([]byte, 4096)
-		for len(chunk) > 0 {
-			if _, err := f.Write(chunk); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				chunk = chunk[:len(chunk)/2]
-			}
-		}
-		return f.Name()
-	}
-	return dir, fill
-}
+	"github.com/kernel-mcp/kernel-mcp/internal/testdisk"
+)
 
 // bigEntry is an entry too large for what a full disk has left in the
 // history file's last page.
@@ -82,7 +38,7 @@ func readHistory(t *testing.T, dir, session string) []Entry {
 // Before, a failed Append was simply lost: the file lacked the entry, and a
 // later one that fitted was written after the hole.
 func TestStoreFullDisk(t *testing.T) {
-	dir, fill := smallDisk(t)
+	dir, fill := testdisk.Small(t)
 	interval := RetryInterval
 	RetryInterval = 10 * time.Millisecond
 	t.Cleanup(func() { RetryInterval = interval })
@@ -161,7 +117,7 @@ func TestStoreFullDisk(t *testing.T) {
 
 // Close writes what waits if it can, and says what was lost if it cannot.
 func TestStoreCloseFullDisk(t *testing.T) {
-	dir, fill := smallDisk(t)
+	dir, fill := testdisk.Small(t)
 	s, err := Create(dir, testMeta("s"))
 	if err != nil {
 		t.Fatal(err)
