@@ -53,7 +53,7 @@ func (s *zmtpStream) ready(props ...[2]string) *zmtpStream {
 
 // readAll reads through a guard as zmq4 does (small reads for headers,
 // exact reads for bodies), returning what passed and the error that ended it.
-func readAll(t *testing.T, r io.Reader, lim *frameLimit) ([]byte, error, []*ProtocolError) {
+func readAll(t *testing.T, r io.Reader, lim *frameLimit) ([]byte, []*ProtocolError, error) {
 	t.Helper()
 	var reports []*ProtocolError
 	lim.report = func(e *ProtocolError) { reports = append(reports, e) }
@@ -64,7 +64,7 @@ func readAll(t *testing.T, r io.Reader, lim *frameLimit) ([]byte, error, []*Prot
 		n, err := g.Read(buf)
 		out.Write(buf[:n])
 		if err != nil {
-			return out.Bytes(), err, reports
+			return out.Bytes(), reports, err
 		}
 	}
 }
@@ -78,7 +78,7 @@ func TestFrameGuardPassesAStream(t *testing.T) {
 		"one byte": iotest.OneByteReader(bytes.NewReader(want)),
 		"half":     iotest.HalfReader(bytes.NewReader(want)),
 	} {
-		got, err, reports := readAll(t, r, &frameLimit{channel: "iopub", max: 1003})
+		got, reports, err := readAll(t, r, &frameLimit{channel: "iopub", max: 1003})
 		if err != io.EOF || !bytes.Equal(got, want) || len(reports) != 0 {
 			t.Errorf("%s: got %d bytes (equal: %v), err %v, reports %v; want the whole stream and EOF", name, len(got), bytes.Equal(got, want), err, reports)
 		}
@@ -120,7 +120,7 @@ func TestFrameGuardStopsOversizedFrames(t *testing.T) {
 			"whole":    bytes.NewReader(s.Bytes()),
 			"one byte": iotest.OneByteReader(bytes.NewReader(s.Bytes())),
 		} {
-			got, err, reports := readAll(t, r, &frameLimit{channel: "iopub", max: 1 << 20})
+			got, reports, err := readAll(t, r, &frameLimit{channel: "iopub", max: 1 << 20})
 			var pe *ProtocolError
 			if !errors.As(err, &pe) || *pe != c.want {
 				t.Errorf("%s, %s: err %v, want %+v", c.name, name, err, c.want)
@@ -141,7 +141,7 @@ func TestFrameGuardCountsFrames(t *testing.T) {
 		s.frame(0x01, 0, nil)
 	}
 	s.frame(0x00, 0, nil)
-	_, err, _ := readAll(t, bytes.NewReader(s.Bytes()), &frameLimit{channel: "shell", max: 1 << 20})
+	_, _, err := readAll(t, bytes.NewReader(s.Bytes()), &frameLimit{channel: "shell", max: 1 << 20})
 	var pe *ProtocolError
 	if !errors.As(err, &pe) || pe.What != "message of frames" {
 		t.Fatalf("err = %v, want a message of too many frames", err)
@@ -174,7 +174,7 @@ func FuzzFrameGuard(f *testing.F) {
 	f.Add(newZMTPStream().frame(0x00, 1<<50, nil).Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lim := &frameLimit{channel: "iopub", max: 4096}
-		got, err, reports := readAll(t, iotest.HalfReader(bytes.NewReader(data)), lim)
+		got, reports, err := readAll(t, iotest.HalfReader(bytes.NewReader(data)), lim)
 		if !bytes.HasPrefix(data, got) {
 			t.Fatalf("the guard passed bytes that were not read")
 		}
