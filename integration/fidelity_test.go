@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/outputtext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -152,7 +153,7 @@ type cellView struct {
 	Errors         []string // "EName: EValue"
 	Stdout, Stderr string
 	Result         string
-	Displays       []string // "mime,mime|text/plain"
+	Displays       []string // "mime,mime|text shown" (see outputtext.FromBundle)
 	Images         []string // MIME type of each image, in order
 	Order          []string // output types in order, streams merged
 }
@@ -292,7 +293,9 @@ func notebookViewsAndSources(t *testing.T, path, cwd string) ([]cellView, []stri
 				kind += "/" + o.EName
 				v.Errors = append(v.Errors, normalise(history.PlainText(o.EName+": "+o.EValue), cwd))
 			case "execute_result", "display_data":
-				plain := normalise(history.PlainText(joinLines(o.Data["text/plain"])), cwd)
+				// run_code shows what outputtext makes of the bundle.
+				shown, _ := outputtext.FromBundle(o.Data)
+				plain := normalise(history.PlainText(shown), cwd)
 				if o.OutputType == "execute_result" {
 					v.Result = plain
 				} else {

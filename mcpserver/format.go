@@ -11,6 +11,7 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/kernel-mcp/kernel-mcp/outputtext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,9 +32,11 @@ type RunOutput struct {
 	Password bool   `json:"password,omitempty"`
 	Stdout   string `json:"stdout"`
 	Stderr   string `json:"stderr"`
-	// Result is the last expression's text/plain value, empty if none.
-	Result   string    `json:"result"`
-	Displays []Display `json:"displays,omitempty"`
+	// Result is the last expression's value as text, empty if none: its
+	// text/plain, or what ResultFrom names (see Display.TextFrom).
+	Result     string    `json:"result"`
+	ResultFrom string    `json:"result_from,omitempty"`
+	Displays   []Display `json:"displays,omitempty"`
 	// Error is the execute_reply's error: set when the cell failed.
 	Error *ErrorInfo `json:"error,omitempty"`
 	// Errors lists every traceback the cell showed, in order, whether it
@@ -62,6 +65,11 @@ type RunOutput struct {
 type Display struct {
 	MimeTypes []string `json:"mime_types"`
 	Text      string   `json:"text,omitempty"`
+	// TextFrom is the MIME type Text was made from when it is not
+	// text/plain: text/markdown or text/latex (their source),
+	// application/json (compacted), or text/html (its text, when the
+	// text/plain is only an object's repr). See outputtext.FromBundle.
+	TextFrom string `json:"text_from,omitempty"`
 	// Resource is the session://{id}/outputs/{n} URI of the display's
 	// image, kept whole whatever the result shows of it.
 	Resource string `json:"resource,omitempty"`
@@ -288,8 +296,11 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 				}
 				ensureNewline(&text)
 			case kernel.OutputExecuteResult, kernel.OutputDisplayData:
-				plain, _ := o.String("text/plain")
+				plain, from := outputtext.FromBundle(o.Data)
 				plain = history.PlainText(plain)
+				if from == outputtext.Plain {
+					from = "" // the usual case, left unsaid
+				}
 				var (
 					img      []mcp.Content
 					resource string
@@ -302,14 +313,14 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 					}
 				}
 				if o.Type == kernel.OutputExecuteResult {
-					out.Result = plain
+					out.Result, out.ResultFrom = plain, from
 				} else {
 					mimes := make([]string, 0, len(o.Data))
 					for m := range o.Data {
 						mimes = append(mimes, m)
 					}
 					slices.Sort(mimes)
-					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: plain, Resource: resource})
+					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: plain, TextFrom: from, Resource: resource})
 				}
 				if len(img) > 0 {
 					// The text/plain of a figure ("<Figure size 640x480 ...>")

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -189,5 +190,38 @@ func TestRunOutputOnce(t *testing.T) {
 	wire(o)
 	if len(o.Errors) != 1 || o.Error.Traceback == "" {
 		t.Errorf("MarshalJSON changed its receiver: %+v", o)
+	}
+}
+
+// render gives a rich output's text from outputtext (Markdown's source, the
+// text of HTML whose text/plain is a bare repr) with ANSI codes stripped,
+// says in the structured content where the text came from, and keeps a
+// real text/plain as the kernel sent it.
+func TestRenderRichText(t *testing.T) {
+	data := func(kv ...string) map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		for i := 0; i < len(kv); i += 2 {
+			b, _ := json.Marshal(kv[i+1])
+			m[kv[i]] = b
+		}
+		return m
+	}
+	res := &kernel.ExecuteResult{Status: "ok", Outputs: []kernel.Output{
+		{Type: kernel.OutputDisplayData, Data: data("text/plain", "<IPython.core.display.Markdown object>", "text/markdown", "# Title\n\x1b[1m*x*\x1b[0m")},
+		{Type: kernel.OutputDisplayData, Data: data("text/plain", "3.5")},
+		{Type: kernel.OutputExecuteResult, Data: data("text/plain", "<pandas.io.formats.style.Styler at 0x7feb1c2d3e40>", "text/html", "<style>td{}</style><table><tr><th></th><th>a</th></tr><tr><th>0</th><td>1</td></tr></table>")},
+	}}
+	out := RunOutput{Status: "ok"}
+	content := render(res, &out, 1000)
+	const wantText = "# Title\n*x*\n3.5\n   a\n0  1"
+	if len(content) != 1 || content[0].(*mcp.TextContent).Text != wantText {
+		t.Errorf("text content %q, want %q", content[0].(*mcp.TextContent).Text, wantText)
+	}
+	want := []Display{
+		{MimeTypes: []string{"text/markdown", "text/plain"}, Text: "# Title\n*x*", TextFrom: "text/markdown"},
+		{MimeTypes: []string{"text/plain"}, Text: "3.5"},
+	}
+	if !reflect.DeepEqual(out.Displays, want) || out.Result != "   a\n0  1" || out.ResultFrom != "text/html" {
+		t.Errorf("structured content:\n got %+v result %q from %q\nwant %+v", out.Displays, out.Result, out.ResultFrom, want)
 	}
 }
