@@ -1,0 +1,3 @@
+package chartsummary
+
+func summarizeVega(s *Summary, spec obj) {}

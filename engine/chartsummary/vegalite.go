@@ -1,0 +1,3 @@
+package chartsummary
+
+func summarizeVegaLite(s *Summary, spec obj) {}
