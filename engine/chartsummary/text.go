@@ -69,7 +69,7 @@ func (s *Summary) Text() string {
 		for i, se := range s.Series {
 			t := se.Name + " (" + strconv.Itoa(se.Points)
 			if i == 0 {
-				t += " points"
+				t += plural(se.Points, " point", " points")
 			}
 			ser = append(ser, t+")")
 		}
@@ -79,7 +79,7 @@ func (s *Summary) Text() string {
 		word := " series: "
 		parts = append(parts, strconv.Itoa(n)+word+strings.Join(ser, ", "))
 	} else if s.Points > 0 {
-		parts = append(parts, strconv.Itoa(s.Points)+" points")
+		parts = append(parts, strconv.Itoa(s.Points)+plural(s.Points, " point", " points"))
 	}
 	if s.Truncated {
 		parts = append(parts, "only the first "+strconv.Itoa(MaxPointsPerTrace)+" values of long arrays were read")
@@ -88,6 +88,13 @@ func (s *Summary) Text() string {
 		b.WriteString(" — " + strings.Join(parts, "; "))
 	}
 	return cut(b.String(), MaxTextRunes)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // axesText renders "x: title (range), y: title (range)".

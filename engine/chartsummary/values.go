@@ -386,7 +386,7 @@ func scanTyped(o obj, limit int, fn func(json.RawMessage)) (int, bool) {
 	if size == 0 || b64 == "" {
 		return 0, false
 	}
-	total := base64.StdEncoding.DecodedLen(len(b64)) / size
+	total := decodedLen(b64) / size
 	if shape, ok := typedShape(o["shape"]); ok && shape < total {
 		total = shape
 	}
@@ -433,6 +433,18 @@ func scanTyped(o obj, limit int, fn func(json.RawMessage)) (int, bool) {
 		fn(strconv.AppendFloat(num[:0], f, 'g', -1, 64))
 	}
 	return total, total > limit
+}
+
+// decodedLen is the exact number of bytes base64 text decodes to.
+func decodedLen(b64 string) int {
+	if len(b64)%4 != 0 {
+		return len(b64) * 6 / 8
+	}
+	n := len(b64) / 4 * 3
+	for i := 0; i < 2 && len(b64) > i && b64[len(b64)-1-i] == '='; i++ {
+		n--
+	}
+	return n
 }
 
 // typedShape reads a typed array's shape as its element count.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"strings"
 )
 
@@ -37,6 +38,7 @@ func newPanel() *vlPanel { return &vlPanel{x: &axisAcc{}, y: &axisAcc{}} }
 // vlWalker walks a Vega-Lite spec's views, gathering what the summary needs.
 type vlWalker struct {
 	datasets   obj
+	seed       maphash.Seed
 	kinds      kindSet
 	series     seriesAcc
 	seriesSeen map[string]bool
@@ -47,7 +49,7 @@ type vlWalker struct {
 }
 
 func summarizeVegaLite(s *Summary, spec obj) {
-	w := &vlWalker{datasets: spec.obj("datasets"), seriesSeen: map[string]bool{}, rows: map[string]int{}}
+	w := &vlWalker{datasets: spec.obj("datasets"), seed: maphash.MakeSeed(), seriesSeen: map[string]bool{}, rows: map[string]int{}}
 	panels := w.walk(spec, vlData{}, nil, nil, 0)
 	s.Title = label(titleText(spec["title"]))
 	if s.Title == "" && len(panels) == 1 {
@@ -82,7 +84,9 @@ func (w *vlWalker) data(spec obj, inherited vlData) vlData {
 		return inherited
 	}
 	if v := d["values"]; len(bytes.TrimSpace(v)) > 0 && bytes.TrimSpace(v)[0] == '[' {
-		return vlData{key: fmt.Sprintf("values@%p", &v[0]), rows: v}
+		// Keyed by content: a repeated or layered view decodes the same
+		// inline rows afresh, and they must count once.
+		return vlData{key: fmt.Sprintf("values:%d:%x", len(v), maphash.Bytes(w.seed, v)), rows: v}
 	}
 	if name := d.str("name"); name != "" {
 		if rows, ok := w.datasets[name]; ok {
