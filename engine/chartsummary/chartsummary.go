@@ -47,6 +47,11 @@ const (
 	// maxDepth bounds how deep nested views (layers, concats, group marks)
 	// are walked.
 	maxDepth = 32
+	// maxViews bounds the Vega-Lite views walked in one spec.
+	maxViews = 1000
+	// maxRowsScanned bounds the values scanned in one spec, over all its
+	// traces or views.
+	maxRowsScanned = 10 * MaxPointsPerTrace
 )
 
 // MIME types understood by Summarize (Vega-Lite and Vega accept any major

@@ -259,3 +259,31 @@ func TestCut(t *testing.T) {
 		t.Errorf("cut short = %q", got)
 	}
 }
+
+// TestRepeatBounded checks that nested and very long repeats cost a
+// bounded walk: ten nested repeats of eight columns would be 8^10 views
+// walked one by one, and a 20000 × 20000 repeat 4×10^8 subplots counted
+// one by one.
+func TestRepeatBounded(t *testing.T) {
+	spec := `{"mark": "point", "data": {"values": [{"a": 1}]}, "encoding": {"x": {"field": {"repeat": "repeat"}, "type": "quantitative"}}}`
+	for range 10 {
+		spec = `{"repeat": ["a", "a", "a", "a", "a", "a", "a", "a"], "spec": ` + spec + `}`
+	}
+	s, err := Summarize(MIMEVegaLite, []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Subplots) != MaxSubplots || s.Points != 1 || s.Subplots[0].X.Title != "a" {
+		t.Errorf("nested repeat: %s", s.Text())
+	}
+
+	fields := `"f"` + strings.Repeat(`, "f"`, 19999)
+	spec = `{"repeat": {"row": [` + fields + `], "column": [` + fields + `]}, "spec": {"mark": "bar"}}`
+	s, err = Summarize(MIMEVegaLite, []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Subplots) != MaxSubplots || s.MoreSubplots != 20000*20000-MaxSubplots {
+		t.Errorf("long repeat: %d subplots and %d more", len(s.Subplots), s.MoreSubplots)
+	}
+}

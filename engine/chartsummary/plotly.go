@@ -56,7 +56,7 @@ func summarizePlotly(s *Summary, fig obj) {
 		byRef   = map[string]*plotlyPanel{}
 		noAxes  = &plotlyPanel{}
 		used    bool // some trace was drawn without axes
-		budget  = 10 * MaxPointsPerTrace
+		budget  = maxRowsScanned
 		traces  = asArray(fig["data"])
 		axisObj = func(ref string) obj { return layout.obj(axisKey(ref)) }
 	)

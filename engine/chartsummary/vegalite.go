@@ -45,11 +45,13 @@ type vlWalker struct {
 	rows       map[string]int
 	facet      *Facet
 	extra      int // subplots not walked (repeat beyond MaxSubplots)
+	views      int // views walked, bounded by maxViews
+	rowBudget  int // data rows that may still be scanned
 	truncated  bool
 }
 
 func summarizeVegaLite(s *Summary, spec obj) {
-	w := &vlWalker{datasets: spec.obj("datasets"), seed: maphash.MakeSeed(), seriesSeen: map[string]bool{}, rows: map[string]int{}}
+	w := &vlWalker{datasets: spec.obj("datasets"), seed: maphash.MakeSeed(), rowBudget: maxRowsScanned, seriesSeen: map[string]bool{}, rows: map[string]int{}}
 	panels := w.walk(spec, vlData{}, nil, nil, 0)
 	s.Title = label(titleText(spec["title"]))
 	if s.Title == "" && len(panels) == 1 {
@@ -113,9 +115,10 @@ func mergeEncoding(inherited, own obj) obj {
 
 // walk returns the panels a view draws; repeat binds {"repeat": …} fields.
 func (w *vlWalker) walk(spec obj, inherited vlData, enc obj, repeat map[string]string, depth int) []*vlPanel {
-	if spec == nil || depth > maxDepth {
+	if spec == nil || depth > maxDepth || w.views >= maxViews {
 		return nil
 	}
+	w.views++
 	data := w.data(spec, inherited)
 	enc = mergeEncoding(enc, spec.obj("encoding"))
 	title := titleText(spec["title"])
@@ -186,15 +189,20 @@ func (w *vlWalker) repeat(rep json.RawMessage, inner obj, data vlData, outer map
 	if layers == nil {
 		layers = []string{""}
 	}
+	// Only the outermost repeat is walked per combination: a repeat nested
+	// in another is walked once, so nesting cannot multiply the work.
+	maxPanels, maxLayers := MaxSubplots, MaxSubplots
+	if outer != nil {
+		maxPanels, maxLayers = 1, 1
+	}
 	var out []*vlPanel
-	for _, r := range rows {
-		for _, c := range cols {
-			if len(out) == MaxSubplots {
-				w.extra++
-				continue
+	for _, r := range rows[:min(len(rows), maxPanels)] {
+		for _, c := range cols[:min(len(cols), maxPanels)] {
+			if len(out) == maxPanels {
+				break
 			}
 			p := newPanel()
-			for _, l := range layers {
+			for _, l := range layers[:min(len(layers), maxLayers)] {
 				bind := map[string]string{}
 				for k, v := range outer {
 					bind[k] = v
@@ -210,6 +218,10 @@ func (w *vlWalker) repeat(rep json.RawMessage, inner obj, data vlData, outer map
 			}
 			out = append(out, p)
 		}
+	}
+	if outer == nil {
+		// Both lists come from the spec, so their product is bounded by its size.
+		w.extra += len(rows)*len(cols) - len(out)
 	}
 	return out
 }
@@ -381,7 +393,9 @@ func (w *vlWalker) unit(spec obj, data vlData, enc obj, repeat map[string]string
 // (an absent field is nil) and returns the rows read.
 func (w *vlWalker) scanRows(data vlData, fields []string, fn func([]json.RawMessage)) (int, bool) {
 	vals := make([]json.RawMessage, len(fields))
-	return scanValues(data.rows, MaxPointsPerTrace, func(raw json.RawMessage) {
+	limit := max(0, min(MaxPointsPerTrace, w.rowBudget))
+	defer func() { w.rowBudget -= limit }()
+	return scanValues(data.rows, limit, func(raw json.RawMessage) {
 		row := asObj(raw)
 		for i, f := range fields {
 			vals[i] = nil
