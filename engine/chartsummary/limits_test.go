@@ -287,3 +287,25 @@ func TestRepeatBounded(t *testing.T) {
 		t.Errorf("long repeat: %d subplots and %d more", len(s.Subplots), s.MoreSubplots)
 	}
 }
+
+// TestManySubplotsBounded checks that a figure with thousands of panels
+// and annotations is summarized in work linear in its size: matching each
+// annotation against every panel's axes would be 10^8 axis lookups.
+func TestManySubplotsBounded(t *testing.T) {
+	const n = 10000
+	var traces, axes, anns []string
+	for i := 1; i <= n; i++ {
+		traces = append(traces, fmt.Sprintf(`{"type": "bar", "x": [%d], "y": [1], "xaxis": "x%d", "yaxis": "y%d"}`, i, i, i))
+		axes = append(axes, fmt.Sprintf(`"xaxis%d": {"domain": [0.5, 0.6]}, "yaxis%d": {"domain": [0, 0.5]}`, i, i))
+		anns = append(anns, `{"text": "t", "xref": "paper", "yref": "paper", "x": 0.1, "y": 0.9}`)
+	}
+	spec := `{"data": [` + strings.Join(traces, ",") + `], "layout": {` + strings.Join(axes, ",") +
+		`, "annotations": [` + strings.Join(anns, ",") + `]}}`
+	s, err := Summarize(MIMEPlotly, []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Subplots) != MaxSubplots || s.MoreSubplots != n-MaxSubplots || s.Subplots[0].Title != "" {
+		t.Errorf("%d subplots, %d more, first titled %q", len(s.Subplots), s.MoreSubplots, s.Subplots[0].Title)
+	}
+}

@@ -204,6 +204,15 @@ func plotlyFacets(layout obj) *Facet {
 // subplotTitles finds make_subplots' titles: paper annotations centred
 // above a panel (x within its x domain, y at the top of its y domain).
 func subplotTitles(layout obj, panels []*plotlyPanel, axisObj func(string) obj) []string {
+	// Only the panels the summary describes need titles; reading each
+	// panel's domains once keeps this linear in the annotations.
+	panels = panels[:min(len(panels), MaxSubplots)]
+	type box struct{ x0, x1, top float64 }
+	boxes := make([]box, len(panels))
+	for i, p := range panels {
+		boxes[i].x0, boxes[i].x1 = domain(axisObj(p.xref))
+		_, boxes[i].top = domain(axisObj(p.yref))
+	}
 	titles := make([]string, len(panels))
 	for _, raw := range asArray(layout["annotations"]) {
 		a := asObj(raw)
@@ -215,10 +224,8 @@ func subplotTitles(layout obj, panels []*plotlyPanel, axisObj func(string) obj) 
 		if !okx || !oky {
 			continue
 		}
-		for i, p := range panels {
-			x0, x1 := domain(axisObj(p.xref))
-			_, y1 := domain(axisObj(p.yref))
-			if titles[i] == "" && ax >= x0 && ax <= x1 && math.Abs(ay-y1) < 0.05 {
+		for i, b := range boxes {
+			if titles[i] == "" && ax >= b.x0 && ax <= b.x1 && math.Abs(ay-b.top) < 0.05 {
 				titles[i] = label(plotlyText(a.str("text")))
 				break
 			}

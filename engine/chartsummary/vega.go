@@ -40,7 +40,7 @@ func summarizeVega(s *Summary, spec obj) {
 	walkMarks(spec["marks"], 0)
 	s.Kinds = kinds
 
-	rows := 0
+	rows, budget := 0, maxRowsScanned
 	for _, raw := range asArray(spec["axes"]) {
 		a := asObj(raw)
 		var target **Axis
@@ -61,7 +61,7 @@ func summarizeVega(s *Summary, spec obj) {
 		case "band", "point", "ordinal":
 			acc.categorical = true
 		}
-		n, truncated := scanDomain(sc, data, acc.add)
+		n, truncated := scanDomain(sc, data, &budget, acc.add)
 		rows = max(rows, n)
 		s.Truncated = s.Truncated || truncated
 		*target = acc.axis()
@@ -76,7 +76,7 @@ func summarizeVega(s *Summary, spec obj) {
 				continue
 			}
 			series = seriesAcc{}
-			n, truncated := scanDomain(sc, data, func(v json.RawMessage) {
+			n, truncated := scanDomain(sc, data, &budget, func(v json.RawMessage) {
 				name := string(v)
 				if str, ok := asString(v); ok {
 					name = str
@@ -99,7 +99,10 @@ func summarizeVega(s *Summary, spec obj) {
 
 // scanDomain feeds a scale's domain values to fn: a literal array, or the
 // field(s) of inline data it refers to. It returns the data rows read.
-func scanDomain(scale obj, data map[string]json.RawMessage, fn func(json.RawMessage)) (int, bool) {
+//
+// budget is the values that may still be scanned in this spec; it shrinks
+// by the values read, so many axes or legends over big data stay bounded.
+func scanDomain(scale obj, data map[string]json.RawMessage, budget *int, fn func(json.RawMessage)) (int, bool) {
 	if scale == nil {
 		return 0, false
 	}
@@ -138,9 +141,11 @@ func scanDomain(scale obj, data map[string]json.RawMessage, fn func(json.RawMess
 			}
 		}
 		for _, f := range fields {
-			n, t := scanValues(data[name], MaxPointsPerTrace, func(raw json.RawMessage) {
+			limit := max(0, min(MaxPointsPerTrace, *budget))
+			n, t := scanValues(data[name], limit, func(raw json.RawMessage) {
 				fn(asObj(raw)[f])
 			})
+			*budget -= n
 			rows, truncated = max(rows, n), truncated || t
 		}
 	}
