@@ -209,10 +209,11 @@ func TestHostileLabels(t *testing.T) {
 	if len(s.Series) != MaxSeries || s.MoreSeries != 40-MaxSeries || s.Series[0].Name != "s0x"+name[:MaxLabelRunes-4]+"…" {
 		t.Errorf("series %+v, more %d", s.Series, s.MoreSeries)
 	}
+	// The series that fit are listed and the rest counted, rather than the
+	// text being cut mid-list.
 	text := s.Text()
-	t.Log(text)
-	if n := utf8.RuneCountInString(text); n > MaxTextRunes || !strings.HasSuffix(text, "…") {
-		t.Errorf("text has %d runes, ends %q", n, text[len(text)-10:])
+	if n := utf8.RuneCountInString(text); n > MaxTextRunes || !strings.HasSuffix(text, "(1), and 34 more") {
+		t.Errorf("text has %d runes: %s", n, text)
 	}
 	for _, r := range text {
 		if r < 0x20 || r == 0x202e {
@@ -307,5 +308,26 @@ func TestManySubplotsBounded(t *testing.T) {
 	}
 	if len(s.Subplots) != MaxSubplots || s.MoreSubplots != n-MaxSubplots || s.Subplots[0].Title != "" {
 		t.Errorf("%d subplots, %d more, first titled %q", len(s.Subplots), s.MoreSubplots, s.Subplots[0].Title)
+	}
+}
+
+// TestTextCut checks that a summary too long even without its series is
+// cut at a word boundary within MaxTextRunes.
+func TestTextCut(t *testing.T) {
+	var traces, axes []string
+	for i := 1; i <= 10; i++ {
+		traces = append(traces, fmt.Sprintf(`{"type": "bar", "name": "s%d", "x": [1, 2], "y": [3, 4], "xaxis": "x%d", "yaxis": "y%d"}`, i, i, i))
+		axes = append(axes, fmt.Sprintf(`"xaxis%d": {"title": "a rather long axis title for panel number %d"}`, i, i))
+	}
+	s, err := Summarize(MIMEPlotly, []byte(`{"data": [`+strings.Join(traces, ",")+`], "layout": {`+strings.Join(axes, ",")+`}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := s.Text()
+	if n := utf8.RuneCountInString(text); n > MaxTextRunes || !strings.HasSuffix(text, "…") || strings.Contains(text, "series") {
+		t.Errorf("text has %d runes: %s", n, text)
+	}
+	if !strings.HasPrefix(text, `Plotly bar chart — 10 subplots: [1] bar x: a rather long axis title for panel number 1 (1–2), y: 3–4; [2]`) {
+		t.Errorf("text: %s", text)
 	}
 }

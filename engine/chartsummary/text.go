@@ -13,11 +13,23 @@ var libraryNames = map[string]string{"plotly": "Plotly", "vega-lite": "Vega-Lite
 //
 //	Plotly scatter chart "Iris" — x: sepal_width (2–4.4), y: sepal_length (4.3–7.9); 3 series: setosa (50 points), versicolor (50), virginica (50)
 //
-// A longer rendering is cut at a word boundary and ends in "…".
+// When the series do not all fit, fewer are listed and the rest counted
+// ("and 9 more"); a rendering still too long is cut at a word boundary and
+// ends in "…".
 func (s *Summary) Text() string {
 	if s == nil {
 		return ""
 	}
+	for shown := len(s.Series); shown > 0; shown-- {
+		if t := s.render(shown); utf8.RuneCountInString(t) <= MaxTextRunes {
+			return t
+		}
+	}
+	return cut(s.render(0), MaxTextRunes)
+}
+
+// render renders the summary listing only the first shown series.
+func (s *Summary) render(shown int) string {
 	var b strings.Builder
 	b.WriteString(libraryNames[s.Library])
 	if len(s.Kinds) > 0 {
@@ -66,18 +78,17 @@ func (s *Summary) Text() string {
 	}
 	if n := len(s.Series) + s.MoreSeries; n > 0 {
 		var ser []string
-		for i, se := range s.Series {
+		for i, se := range s.Series[:shown] {
 			t := se.Name + " (" + strconv.Itoa(se.Points)
 			if i == 0 {
 				t += plural(se.Points, " point", " points")
 			}
 			ser = append(ser, t+")")
 		}
-		if s.MoreSeries > 0 {
-			ser = append(ser, "and "+strconv.Itoa(s.MoreSeries)+" more")
+		if more := n - shown; more > 0 {
+			ser = append(ser, "and "+strconv.Itoa(more)+" more")
 		}
-		word := " series: "
-		parts = append(parts, strconv.Itoa(n)+word+strings.Join(ser, ", "))
+		parts = append(parts, strconv.Itoa(n)+" series: "+strings.Join(ser, ", "))
 	} else if s.Points > 0 {
 		parts = append(parts, strconv.Itoa(s.Points)+plural(s.Points, " point", " points"))
 	}
@@ -87,7 +98,7 @@ func (s *Summary) Text() string {
 	if len(parts) > 0 {
 		b.WriteString(" — " + strings.Join(parts, "; "))
 	}
-	return cut(b.String(), MaxTextRunes)
+	return b.String()
 }
 
 func plural(n int, one, many string) string {
