@@ -81,6 +81,8 @@ type Summary struct {
 	// that share their axes).
 	X *Axis `json:"x,omitempty"`
 	Y *Axis `json:"y,omitempty"`
+	// Z is the range of the values a heatmap or contour colours.
+	Z *Axis `json:"z,omitempty"`
 	// Facet is set when one chart is split into panels by a data field.
 	Facet *Facet `json:"facet,omitempty"`
 	// Subplots describe the panels of a chart made of different plots
@@ -133,6 +135,7 @@ type Subplot struct {
 	Kinds []string `json:"kinds,omitempty"`
 	X     *Axis    `json:"x,omitempty"`
 	Y     *Axis    `json:"y,omitempty"`
+	Z     *Axis    `json:"z,omitempty"`
 }
 
 // Series is one legend entry.

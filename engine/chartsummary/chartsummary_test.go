@@ -127,6 +127,47 @@ func TestFixtures(t *testing.T) {
 			text: `Vega-Lite point/bar chart — 2 subplots: [1] point x: x (1–6), y: y (2–9); [2] bar x: fruit (4 categories: apple, banana, cherry, date), y: count (2–8); 10 points`,
 		},
 		{
+			file: "px_line_dates.plotly.json",
+			want: Summary{Library: "plotly", Kinds: []string{"line"}, Title: "Visits",
+				X: &Axis{Title: "date", From: "2024-01-01", To: "2024-01-06"}, Y: &Axis{Title: "visits", Min: f(98), Max: f(170)}, Points: 6},
+			text: `Plotly line chart "Visits" — x: date (2024-01-01 – 2024-01-06), y: visits (98–170); 6 points`,
+		},
+		{
+			file: "px_bar_horizontal.plotly.json",
+			want: Summary{Library: "plotly", Kinds: []string{"bar"},
+				X: &Axis{Title: "count", Min: f(2), Max: f(8)}, Y: fruit, Points: 4},
+			text: `Plotly bar chart — x: count (2–8), y: fruit (4 categories: apple, banana, cherry, date); 4 points`,
+		},
+		{
+			file: "px_imshow.plotly.json",
+			want: Summary{Library: "plotly", Kinds: []string{"heatmap"}, Title: "Heat",
+				X: &Axis{Categories: 3, FirstCategories: []string{"c1", "c2", "c3"}}, Y: &Axis{Categories: 2, FirstCategories: []string{"r1", "r2"}},
+				Z: &Axis{Min: f(1), Max: f(6)}, Points: 6},
+			text: `Plotly heatmap chart "Heat" — x: 3 categories: c1, c2, c3, y: 2 categories: r1, r2, z: 1–6; 6 points`,
+		},
+		{
+			file: "alt_pie.vl.json",
+			want: Summary{Library: "vega-lite", Kinds: []string{"arc"},
+				Series: []Series{{"apple", 1}, {"banana", 1}, {"cherry", 1}, {"date", 1}}, Points: 4},
+			text: `Vega-Lite arc chart — 4 series: apple (1 point), banana (1), cherry (1), date (1)`,
+		},
+		{
+			file: "alt_repeat.vl.json",
+			want: Summary{Library: "vega-lite", Kinds: []string{"point"},
+				Subplots: []Subplot{
+					{Kinds: []string{"point"}, X: &Axis{Title: "sepal_width", Min: f(2), Max: f(4.4)}, Y: &Axis{Title: "sepal_length", Min: f(4.3), Max: f(7.9)}},
+					{Kinds: []string{"point"}, X: &Axis{Title: "petal_length", Min: f(1), Max: f(6.9)}, Y: &Axis{Title: "sepal_length", Min: f(4.3), Max: f(7.9)}},
+				},
+				Series: iris, Points: 150},
+			text: `Vega-Lite point chart — 2 subplots: [1] point x: sepal_width (2–4.4), y: sepal_length (4.3–7.9); [2] point x: petal_length (1–6.9), y: sepal_length (4.3–7.9); 3 series: setosa (50 points), versicolor (50), virginica (50)`,
+		},
+		{
+			file: "alt_line_dates.vl.json",
+			want: Summary{Library: "vega-lite", Kinds: []string{"line"},
+				X: &Axis{Title: "date", From: "2024-01-01", To: "2024-01-06"}, Y: &Axis{Title: "visits", Min: f(98), Max: f(170)}, Points: 6},
+			text: `Vega-Lite line chart — x: date (2024-01-01 – 2024-01-06), y: visits (98–170); 6 points`,
+		},
+		{
 			file: "vega_bar.vega.json",
 			want: Summary{Library: "vega", Kinds: []string{"rect", "text"}, Title: "Sales by category",
 				X: &Axis{Title: "Category", Categories: 8, FirstCategories: []string{"A", "B", "C", "D", "E"}}, Y: &Axis{Title: "Amount", Min: f(19), Max: f(91)},

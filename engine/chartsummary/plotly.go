@@ -1,6 +1,7 @@
 package chartsummary
 
 import (
+	"encoding/json"
 	"math"
 	"regexp"
 	"strings"
@@ -18,11 +19,39 @@ var plotlyNoAxes = map[string]bool{
 	"scatterternary": true, "scattersmith": true, "carpet": true,
 }
 
+// plotlyZ are the trace types that colour a grid of z values; they show no
+// legend entry unless asked to.
+var plotlyZ = map[string]bool{"heatmap": true, "heatmapgl": true, "contour": true}
+
+// scanCells feeds the values of a z grid to fn: a typed array (any shape)
+// or a JSON array of rows. It returns the cells read and whether the limit
+// cut the scan short.
+func scanCells(raw json.RawMessage, limit int, fn func(json.RawMessage)) (int, bool) {
+	if o := asObj(raw); o != nil {
+		return scanTyped(o, limit, fn)
+	}
+	cells, truncated := 0, false
+	scanValues(raw, limit, func(row json.RawMessage) {
+		if truncated {
+			return
+		}
+		if len(row) > 0 && row[0] == '[' {
+			n, t := scanValues(row, limit-cells, fn)
+			cells += n
+			truncated = t
+			return
+		}
+		cells++
+		fn(row)
+	})
+	return cells, truncated
+}
+
 // plotlyPanel is one x/y axis pair and the traces drawn on it.
 type plotlyPanel struct {
 	xref, yref string
 	kinds      kindSet
-	x, y       *axisAcc
+	x, y, z    *axisAcc
 }
 
 var (
@@ -101,25 +130,38 @@ func summarizePlotly(s *Summary, fig obj) {
 		}
 
 		limit := max(0, min(MaxPointsPerTrace, budget))
-		xKey, yKey := "x", "y"
 		if typ == "pie" || typ == "funnelarea" {
-			xKey, yKey = "labels", "values"
+			// A pie's legend entries are its labels, one slice each.
+			n, tr := scanValues(t["labels"], limit, func(v json.RawMessage) {
+				if str, ok := asString(v); ok {
+					series.add(plotlyText(str), 1)
+				} else if len(v) > 0 && v[0] != 'n' {
+					series.add(string(v), 1)
+				}
+			})
+			s.Truncated = s.Truncated || tr
+			budget -= n
+			s.Points += n
+			continue
 		}
-		nx, tx := scanValues(t[xKey], limit, p.x.add)
-		ny, ty := scanValues(t[yKey], limit, p.y.add)
-		if tx || ty {
-			s.Truncated = true
-		}
-		budget -= min(nx, limit) + min(ny, limit)
+		nx, tx := scanValues(t["x"], limit, p.x.add)
+		ny, ty := scanValues(t["y"], limit, p.y.add)
+		budget -= nx + ny
 		points := max(nx, ny)
-		if points == 0 {
-			// A heatmap or contour given only z: count its cells' rows.
-			if z := asArray(t["z"]); z != nil {
-				points = len(z)
+		var tz bool
+		if plotlyZ[typ] {
+			if p.z == nil {
+				p.z = &axisAcc{quantitative: true}
 			}
+			var cells int
+			cells, tz = scanCells(t["z"], max(0, min(MaxPointsPerTrace, budget)), p.z.add)
+			budget -= cells
+			points = cells
 		}
+		s.Truncated = s.Truncated || tx || ty || tz
 		s.Points += points
-		if name := plotlyText(t.str("name")); name != "" && t.boolOr("visible", true) {
+		legend := t.boolOr("showlegend", !plotlyZ[typ])
+		if name := plotlyText(t.str("name")); name != "" && legend && t.boolOr("visible", true) {
 			series.add(name, points)
 		}
 	}
@@ -138,12 +180,13 @@ func summarizePlotly(s *Summary, fig obj) {
 	switch {
 	case len(all) == 0:
 	case len(all) == 1 || facet != nil:
-		x, y := &axisAcc{}, &axisAcc{}
+		x, y, z := &axisAcc{}, &axisAcc{}, &axisAcc{}
 		for _, p := range all {
 			x.merge(p.x)
 			y.merge(p.y)
+			z.merge(p.z)
 		}
-		s.X, s.Y = x.axis(), y.axis()
+		s.X, s.Y, s.Z = x.axis(), y.axis(), z.axis()
 	default:
 		titles := subplotTitles(layout, panels, axisObj)
 		for i, p := range all {
@@ -151,7 +194,7 @@ func summarizePlotly(s *Summary, fig obj) {
 				s.MoreSubplots = len(all) - MaxSubplots
 				break
 			}
-			sp := Subplot{Kinds: p.kinds, X: p.x.axis(), Y: p.y.axis()}
+			sp := Subplot{Kinds: p.kinds, X: p.x.axis(), Y: p.y.axis(), Z: p.z.axis()}
 			if i < len(titles) {
 				sp.Title = titles[i]
 			}

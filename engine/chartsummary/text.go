@@ -40,7 +40,7 @@ func (s *Summary) render(shown int) string {
 		b.WriteString(` "` + s.Title + `"`)
 	}
 	var parts []string
-	if axes := axesText(s.X, s.Y); axes != "" {
+	if axes := axesText(s.X, s.Y, s.Z); axes != "" {
 		parts = append(parts, axes)
 	}
 	if f := s.Facet; f != nil {
@@ -66,7 +66,7 @@ func (s *Summary) render(shown int) string {
 			if sp.Title != "" {
 				t += ` "` + sp.Title + `"`
 			}
-			if axes := axesText(sp.X, sp.Y); axes != "" {
+			if axes := axesText(sp.X, sp.Y, sp.Z); axes != "" {
 				t += " " + axes
 			}
 			sub = append(sub, t)
@@ -108,13 +108,13 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// axesText renders "x: title (range), y: title (range)".
-func axesText(x, y *Axis) string {
+// axesText renders "x: title (range), y: title (range), z: range".
+func axesText(x, y, z *Axis) string {
 	var parts []string
 	for _, a := range []struct {
 		name string
 		ax   *Axis
-	}{{"x", x}, {"y", y}} {
+	}{{"x", x}, {"y", y}, {"z", z}} {
 		if a.ax != nil {
 			parts = append(parts, a.name+": "+axisText(a.ax))
 		}

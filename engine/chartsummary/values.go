@@ -263,7 +263,7 @@ func (a *axisAcc) axis() *Axis {
 		}
 		ax.MoreCategories = a.moreCategories
 	case a.strs > 0:
-		ax.From, ax.To = label(a.from), label(a.to)
+		ax.From, ax.To = label(trimMidnight(a.from)), label(trimMidnight(a.to))
 	case a.nums > 0:
 		lo, hi := a.min, a.max
 		ax.Min, ax.Max = &lo, &hi
@@ -317,6 +317,18 @@ func (a *axisAcc) catOrder() []string {
 		}
 	}
 	return out
+}
+
+// trimMidnight shortens "2024-01-31T00:00:00.000000" (how pandas dates
+// reach a spec) to "2024-01-31".
+func trimMidnight(s string) string {
+	if len(s) <= 10 {
+		return s
+	}
+	if isDate(s) && strings.Trim(s[11:], "0:.Z") == "" {
+		return s[:10]
+	}
+	return s
 }
 
 // isDate recognises the ISO dates plotly and Altair write ("2024-01-31",

@@ -332,10 +332,6 @@ func (w *vlWalker) unit(spec obj, data vlData, enc obj, repeat map[string]string
 
 	x := channel(enc.obj("x"), repeat)
 	y := channel(enc.obj("y"), repeat)
-	if x.acc == nil && y.acc == nil {
-		// Arcs (pie charts) place data by angle.
-		x = channel(enc.obj("theta"), repeat)
-	}
 	var colorField string
 	for _, c := range []string{"color", "fill", "stroke"} {
 		ch := enc.obj(c)

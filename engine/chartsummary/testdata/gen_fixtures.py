@@ -68,3 +68,22 @@ vegalite_bundle("alt_bar", alt.Chart(fruit).mark_bar().encode(x="fruit", y="coun
 left = alt.Chart(small).mark_point().encode(x="x", y="y")
 right = alt.Chart(fruit).mark_bar().encode(x="fruit:N", y="count:Q")
 vegalite_bundle("alt_hconcat", alt.hconcat(left, right))
+
+days = pd.DataFrame({
+    "date": pd.date_range("2024-01-01", periods=6, freq="D"),
+    "visits": [120, 98, 143, 160, 151, 170],
+})
+plotly_bundle("px_line_dates", px.line(days, x="date", y="visits", title="Visits"))
+
+plotly_bundle("px_bar_horizontal", px.bar(fruit, x="count", y="fruit", orientation="h"))
+
+heat = pd.DataFrame([[1, 2, 3], [4, 5, 6]], index=["r1", "r2"], columns=["c1", "c2", "c3"])
+plotly_bundle("px_imshow", px.imshow(heat, title="Heat"))
+
+vegalite_bundle("alt_pie", alt.Chart(fruit).mark_arc().encode(theta="count:Q", color="fruit:N"))
+
+vegalite_bundle("alt_repeat", alt.Chart(iris).mark_point().encode(
+    x=alt.X(alt.repeat("column"), type="quantitative"), y="sepal_length:Q", color="species:N",
+).repeat(column=["sepal_width", "petal_length"]))
+
+vegalite_bundle("alt_line_dates", alt.Chart(days).mark_line().encode(x="date:T", y="visits:Q"))
