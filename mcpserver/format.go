@@ -12,6 +12,7 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/outputtext"
+	"github.com/kernel-mcp/kernel-mcp/outputtext/chartsummary"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,9 +35,12 @@ type RunOutput struct {
 	Stderr   string `json:"stderr"`
 	// Result is the last expression's value as text, empty if none: its
 	// text/plain, or what ResultFrom names (see Display.TextFrom).
-	Result     string    `json:"result"`
-	ResultFrom string    `json:"result_from,omitempty"`
-	Displays   []Display `json:"displays,omitempty"`
+	Result     string `json:"result"`
+	ResultFrom string `json:"result_from,omitempty"`
+	// ResultChart is the summary of a chart that was the last expression
+	// (Result is then the line saying how to draw it as an image).
+	ResultChart *chartsummary.Summary `json:"result_chart,omitempty"`
+	Displays    []Display             `json:"displays,omitempty"`
 	// Error is the execute_reply's error: set when the cell failed.
 	Error *ErrorInfo `json:"error,omitempty"`
 	// Errors lists every traceback the cell showed, in order, whether it
@@ -70,6 +74,10 @@ type Display struct {
 	// application/json (compacted), or text/html (its text, when the
 	// text/plain is only an object's repr). See outputtext.FromBundle.
 	TextFrom string `json:"text_from,omitempty"`
+	// Chart is the summary of a Plotly, Vega-Lite or Vega chart (kinds,
+	// title, axes, series); Text then says only how to draw it as an
+	// image, so that nothing is carried twice.
+	Chart *chartsummary.Summary `json:"chart,omitempty"`
 	// Resource is the session://{id}/outputs/{n} URI of the display's
 	// image, kept whole whatever the result shows of it.
 	Resource string `json:"resource,omitempty"`
@@ -296,10 +304,14 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 				}
 				ensureNewline(&text)
 			case kernel.OutputExecuteResult, kernel.OutputDisplayData:
-				plain, from := outputtext.FromBundle(o.Data)
-				plain = history.PlainText(plain)
+				d := outputtext.Describe(o.Data)
+				plain, from := history.PlainText(d.Text), d.From
 				if from == outputtext.Plain {
 					from = "" // the usual case, left unsaid
+				}
+				short := plain // what the structured entry carries besides Chart
+				if d.Chart != nil {
+					short = d.Note
 				}
 				var (
 					img      []mcp.Content
@@ -313,14 +325,14 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 					}
 				}
 				if o.Type == kernel.OutputExecuteResult {
-					out.Result, out.ResultFrom = plain, from
+					out.Result, out.ResultFrom, out.ResultChart = short, from, d.Chart
 				} else {
 					mimes := make([]string, 0, len(o.Data))
 					for m := range o.Data {
 						mimes = append(mimes, m)
 					}
 					slices.Sort(mimes)
-					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: plain, TextFrom: from, Resource: resource})
+					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: short, TextFrom: from, Chart: d.Chart, Resource: resource})
 				}
 				if len(img) > 0 {
 					// The text/plain of a figure ("<Figure size 640x480 ...>")

@@ -19,7 +19,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/kernel-mcp/kernel-mcp/outputtext/chartsummary"
 )
 
 // MIME types the text can be taken from.
@@ -36,6 +39,8 @@ const (
 // kernel sent it) and the MIME type it was taken from. In order of
 // preference:
 //
+//   - a chart (Plotly, Vega-Lite, Vega, Altair's HTML): its summary and a
+//     line saying how to draw it as an image (see Describe);
 //   - text/markdown and text/latex: their source;
 //   - application/json: the JSON, compacted (numbers kept exactly as sent);
 //   - text/plain, unless it is empty or only an object's repr;
@@ -46,6 +51,88 @@ const (
 // The text is not cleaned of ANSI codes or carriage returns: that is the
 // caller's to do for what it shows.
 func FromBundle(data map[string]json.RawMessage) (text, mime string) {
+	d := Describe(data)
+	return d.Text, d.From
+}
+
+// Description is what a reader without a browser gets of one output
+// bundle: its text, the MIME type the text was made from, and for a chart
+// its summary.
+type Description struct {
+	Text string
+	From string
+	// Chart is the summary of a Plotly, Vega-Lite or Vega spec in the
+	// bundle (From is then its MIME type); nil for anything else.
+	Chart *chartsummary.Summary
+	// Note is, for a chart, the line of Text after its summary: how the
+	// kernel can draw it as an image.
+	Note string
+}
+
+// Describe is FromBundle with the chart summary kept. A chart (Plotly,
+// Vega-Lite, Vega) comes first: its text is the summary (see
+// chartsummary.Summary.Text, at most 600 characters) and a line saying
+// how the kernel can draw an image of it, since a spec says nothing to a
+// reader without a browser and its text/plain, when there is one, is a
+// bare repr ("alt.Chart(...)"). Altair's HTML output, which carries its
+// Vega-Lite spec inline in a script, counts as a Vega-Lite chart.
+func Describe(data map[string]json.RawMessage) Description {
+	mt := chartMIME(data)
+	spec := data[mt]
+	if mt == "" {
+		if h, ok := bundleString(data, HTML); ok {
+			spec, mt, _ = embeddedVegaLite(h)
+		}
+	}
+	if mt != "" {
+		s, err := chartsummary.Summarize(mt, spec)
+		if err != nil {
+			return Description{Text: "[" + chartName(mt) + " chart that could not be read: " + err.Error() + "]", From: mt}
+		}
+		note := imageHint(s.Library)
+		return Description{Text: s.Text() + "\n" + note, From: mt, Chart: s, Note: note}
+	}
+	t, mt := fromBundle(data)
+	return Description{Text: t, From: mt}
+}
+
+// chartMIME is the bundle's chart MIME type, the first in sorted order
+// when it has several (the same chart in two Vega-Lite versions).
+func chartMIME(data map[string]json.RawMessage) string {
+	var found []string
+	for mt := range data {
+		if chartsummary.Supported(mt) {
+			found = append(found, mt)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	slices.Sort(found)
+	return found[0]
+}
+
+func chartName(mime string) string {
+	switch {
+	case mime == chartsummary.MIMEPlotly:
+		return "a Plotly"
+	case strings.HasPrefix(mime, "application/vnd.vegalite."):
+		return "a Vega-Lite"
+	default:
+		return "a Vega"
+	}
+}
+
+// imageHint says how the kernel itself can draw the chart as an image,
+// which reaches the reader like any figure.
+func imageHint(library string) string {
+	if library == "plotly" {
+		return `[no image of this chart here; fig.show("png") draws one when kaleido is installed in the kernel's environment]`
+	}
+	return `[no image of this chart here; alt.renderers.enable("png") (Altair) draws one when vl-convert-python is installed in the kernel's environment]`
+}
+
+func fromBundle(data map[string]json.RawMessage) (text, mime string) {
 	for _, mt := range []string{Markdown, Latex} {
 		if s, ok := bundleString(data, mt); ok && strings.TrimSpace(s) != "" {
 			return s, mt

@@ -3,7 +3,7 @@ package chartsummary_test
 import (
 	"fmt"
 
-	"github.com/kernel-mcp/kernel-mcp/engine/chartsummary"
+	"github.com/kernel-mcp/kernel-mcp/outputtext/chartsummary"
 )
 
 func Example() {

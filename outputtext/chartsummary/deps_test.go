@@ -13,7 +13,7 @@ func TestStandardLibraryOnly(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command to list the dependencies with")
 	}
-	const self = "github.com/kernel-mcp/kernel-mcp/engine/chartsummary"
+	const self = "github.com/kernel-mcp/kernel-mcp/outputtext/chartsummary"
 	out, err := exec.Command(gobin, "list", "-deps", self).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
