@@ -1,15 +1,10 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	_ "image/gif" // decoded for save_figure's dimensions
-	_ "image/jpeg"
-	_ "image/png"
 	"strings"
 	"time"
 
@@ -468,57 +463,19 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 		return errResult[SaveFigureOutput]("%v", err)
 	}
 	defer release()
-	hist := ss.History()
-	seen := 0
-	for bi := len(hist) - 1; bi >= 0; bi-- {
-		outs := hist[bi].Outputs
-		for oi := len(outs) - 1; oi >= 0; oi-- {
-			mime, data, ok := imageOf(outs[oi])
-			if !ok {
-				continue
-			}
-			if seen++; seen < want {
-				continue
-			}
-			if data == nil {
-				return errResult[SaveFigureOutput]("image %d back (block %d) was not kept: it was larger than the %d MB history keeps of an output", want, bi+1, engine.HistoryDataLimit>>20)
-			}
-			// Atomic, with missing folders, 0666 less the umask: as the
-			// history exports are written.
-			if err := path.WriteFile(data, 0o666); err != nil {
-				return errResult[SaveFigureOutput]("cannot save the figure: %v", err)
-			}
-			out := SaveFigureOutput{Path: path.String(), MIMEType: mime, Bytes: len(data), Block: bi + 1}
-			if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
-				out.Width, out.Height = cfg.Width, cfg.Height
-			}
-			dims := ""
-			if out.Width > 0 {
-				dims = fmt.Sprintf(", %dx%d", out.Width, out.Height)
-			}
-			return textResult(fmt.Sprintf("Saved %s (%s, %d bytes%s) from block %d.", path, mime, len(data), dims, bi+1)), out, nil
-		}
+	f, err := ss.Figure(want)
+	if err != nil {
+		return errResult[SaveFigureOutput]("%v", err)
 	}
-	if seen == 0 {
-		return errResult[SaveFigureOutput]("session %q has no figure yet: draw one with run_code (plt.show()) or plot_data first", ss.ID())
+	// Atomic, with missing folders, 0666 less the umask: as the history
+	// exports are written.
+	if err := path.WriteFile(f.Data, 0o666); err != nil {
+		return errResult[SaveFigureOutput]("cannot save the figure: %v", err)
 	}
-	return errResult[SaveFigureOutput]("session %q has %d image(s); index %d goes further back than that", ss.ID(), seen, want)
-}
-
-// imageOf returns an output's image: its type and bytes. data is nil for
-// an image history did not keep (replaced by a note).
-func imageOf(o history.Output) (mime string, data []byte, ok bool) {
-	if o.OutputType != "display_data" && o.OutputType != "execute_result" {
-		return "", nil, false
+	out := SaveFigureOutput{Path: path.String(), MIMEType: f.MIME, Bytes: len(f.Data), Width: f.Width, Height: f.Height, Block: f.Block}
+	dims := ""
+	if out.Width > 0 {
+		dims = fmt.Sprintf(", %dx%d", out.Width, out.Height)
 	}
-	for _, mt := range imageTypes {
-		if b, ok := imageData(kernel.Output{Data: o.Data}, mt); ok {
-			return mt, b, true
-		}
-	}
-	// An image history dropped for its size leaves a note in text/plain.
-	if t, has := o.Data["text/plain"]; has && bytes.Contains(t, []byte("not kept in history")) && bytes.Contains(t, []byte("image/")) {
-		return "", nil, true
-	}
-	return "", nil, false
+	return textResult(fmt.Sprintf("Saved %s (%s, %d bytes%s) from block %d.", path, f.MIME, len(f.Data), dims, f.Block)), out, nil
 }
