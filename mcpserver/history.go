@@ -204,25 +204,11 @@ func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in
 		b.WriteString(" " + out.HistoryUnsaved.Note())
 	}
 	for _, r := range removed {
-		line := firstLine(r.Entry.Code)
+		line := engine.FirstLine(r.Entry.Code)
 		out.Removed = append(out.Removed, RemovedBlock{Block: r.Number, FirstLine: line})
 		fmt.Fprintf(&b, "\n[%d] %s", r.Number, line)
 	}
 	return textResult(b.String()), out, nil
-}
-
-// firstLine is the first non-blank line of code, cut to 100 characters, to
-// name a block by.
-func firstLine(code string) string {
-	for l := range strings.Lines(code) {
-		if l = strings.TrimRight(l, " \t\r\n"); strings.TrimSpace(l) != "" {
-			if r := []rune(l); len(r) > 100 {
-				return string(r[:100]) + "…"
-			}
-			return l
-		}
-	}
-	return "(empty)"
 }
 
 // export renders a slice of the history and writes it atomically.
@@ -243,29 +229,16 @@ func (s *Server) exportSome(in ExportInput, what string, skip func(history.Entry
 	if err != nil {
 		return errResult[ExportOutput]("cannot write the %s: %v", what, err)
 	}
-	entries, first := ss.Slice(in.Start, in.End)
-	blocks, note := len(entries), ""
-	if skip != nil {
-		left := 0
-		for _, e := range entries {
-			if skip(e) {
-				left++
-			}
-		}
-		blocks -= left
-		note = fmt.Sprintf("\nLeft out %d block(s) that failed (status error, timeout or interrupted).", left)
-	}
-	data, err := render(entries, first, ss)
+	x, err := ss.Export(path, what, in.Start, in.End, skip, render)
 	if err != nil {
-		return errResult[ExportOutput]("rendering the %s: %v", what, err)
-	}
-	// 0666 less the umask, as any program's new file: the user decides
-	// who may read an export, as with everything else they write.
-	if err := path.WriteFile(data, 0o666); err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
-	out := ExportOutput{SessionID: ss.ID(), Path: path.String(), Blocks: blocks, Bytes: len(data)}
-	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s%s", blocks, ss.ID(), what, path, note)), out, nil
+	note := ""
+	if skip != nil {
+		note = fmt.Sprintf("\nLeft out %d block(s) that failed (status error, timeout or interrupted).", x.Left)
+	}
+	out := ExportOutput{SessionID: ss.ID(), Path: path.String(), Blocks: x.Blocks, Bytes: x.Bytes}
+	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s%s", x.Blocks, ss.ID(), what, path, note)), out, nil
 }
 
 func (s *Server) exportHistory(ctx context.Context, req *mcp.CallToolRequest, in ExportInput) (*mcp.CallToolResult, ExportOutput, error) {
