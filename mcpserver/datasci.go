@@ -341,23 +341,6 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	return textResult(rn.prefix(datatools.VariablesText(out.Variables, out.Total, s.cfg.OutputLimit))), out, nil
 }
 
-// kernelFor returns the session's kernel for a request that needs no turn
-// (complete, inspect), starting one if needed.
-func (s *Server) kernelFor(ctx context.Context, id string) (*kernel.Kernel, error) {
-	ss, err := s.eng.LookupOrCreate(sessionOr(id))
-	if err != nil {
-		return nil, err
-	}
-	if err := ss.Gone(); err != nil {
-		return nil, err
-	}
-	k, _, err := ss.Kernel(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.ID(), err)
-	}
-	return k, nil
-}
-
 func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in CompleteInput) (*mcp.CallToolResult, CompleteOutput, error) {
 	pos, err := datatools.CursorOr(in.Code, in.CursorPos)
 	if err != nil {
@@ -372,7 +355,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 		r, err = b.Complete(ctx, in.Code, pos)
 	} else {
 		var k *kernel.Kernel
-		if k, err = s.kernelFor(ctx, in.SessionID); err != nil {
+		if k, err = s.eng.KernelFor(ctx, sessionOr(in.SessionID)); err != nil {
 			return errResult[CompleteOutput]("%v", err)
 		}
 		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
@@ -415,7 +398,7 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 		r, err = b.Inspect(ctx, in.Code, pos, in.DetailLevel)
 	} else {
 		var k *kernel.Kernel
-		if k, err = s.kernelFor(ctx, in.SessionID); err != nil {
+		if k, err = s.eng.KernelFor(ctx, sessionOr(in.SessionID)); err != nil {
 			return errResult[InspectOutput]("%v", err)
 		}
 		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
