@@ -318,34 +318,21 @@ func (s *Server) replay(ctx context.Context, r *engine.Run, ss *engine.Session, 
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}, last, nil
 }
 
-// replayHeadline sums up a replay of entries, numbered from first: blocks
-// are the code blocks that ran, and the last of them stopped the replay
-// unless it succeeded. It counts code blocks only: a notebook's text cells
-// are kept in the history but never run.
+// replaySteps are blocks as the engine's headlines take them.
+func replaySteps(blocks []BlockSummary) []engine.ReplayStep {
+	steps := make([]engine.ReplayStep, len(blocks))
+	for i, b := range blocks {
+		steps[i] = engine.ReplayStep{Block: b.Block, Status: b.Status, Raised: b.Error != nil}
+		if b.Error != nil {
+			steps[i].Error = errorHeadline(b.Error)
+		}
+	}
+	return steps
+}
+
+// replayHeadline is engine.ReplayHeadline of blocks.
 func replayHeadline(entries []history.Entry, first int, blocks []BlockSummary) string {
-	code := 0
-	for _, e := range entries {
-		if e.IsCode() {
-			code++
-		}
-	}
-	text := len(entries) - code
-	if len(blocks) > 0 {
-		if b := blocks[len(blocks)-1]; b.Status != "ok" {
-			if b.Error != nil {
-				return fmt.Sprintf("Stopped at block [%d]: %s. %d of %d blocks ran.", b.Block, errorHeadline(b.Error), len(blocks), code)
-			}
-			return fmt.Sprintf("Stopped at block [%d] (%s); %d of %d blocks ran.", b.Block, b.Status, len(blocks), code)
-		}
-	}
-	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]); all succeeded.", code, first, first+len(entries)-1)
-	if code == 0 {
-		head = fmt.Sprintf("No code blocks in [%d] to [%d]; nothing ran.", first, first+len(entries)-1)
-	}
-	if text > 0 {
-		head += fmt.Sprintf(" %d text cell(s) among them were skipped.", text)
-	}
-	return head
+	return engine.ReplayHeadline(entries, first, replaySteps(blocks))
 }
 
 func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in RerunInput) (*mcp.CallToolResult, RunOutput, error) {
@@ -441,38 +428,9 @@ func (s *Server) rerunInPlace(ctx context.Context, r *engine.Run, ss *engine.Ses
 	return res, last, nil
 }
 
-// rerunHeadline sums up rerunInPlace: how many code blocks ran (a
-// notebook's text cells never run), where it stopped, and which blocks'
-// outputs differ from those recorded before.
+// rerunHeadline is engine.RerunHeadline of blocks.
 func rerunHeadline(entries []history.Entry, first int, blocks []BlockSummary, differ []string) string {
-	code := 0
-	for _, e := range entries {
-		if e.IsCode() {
-			code++
-		}
-	}
-	if code == 0 || len(blocks) == 0 {
-		return replayHeadline(entries, first, blocks)
-	}
-	cmp := "all outputs match those recorded before."
-	if len(differ) > 0 {
-		cmp = "outputs differ in " + strings.Join(differ, ", ") + "."
-	}
-	last := blocks[len(blocks)-1]
-	if last.Status != "ok" {
-		head := replayHeadline(entries, first, blocks)
-		// "... 3 of 4 blocks ran." gets the comparison after it.
-		head = strings.TrimSuffix(head, ".") + "; " + cmp
-		if len(blocks) < code {
-			head += fmt.Sprintf(" The blocks after [%d] did not run and keep their earlier outputs.", last.Block)
-		}
-		return head
-	}
-	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]) in a fresh kernel, in place: %d of %d ran; %s", code, first, first+len(entries)-1, len(blocks), code, cmp)
-	if text := len(entries) - code; text > 0 {
-		head += fmt.Sprintf(" %d text cell(s) among them were skipped.", text)
-	}
-	return head
+	return engine.RerunHeadline(entries, first, replaySteps(blocks), differ)
 }
 
 // runSlice is run_code's history form: re-run blocks in the live kernel.
