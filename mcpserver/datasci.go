@@ -1,36 +1,22 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	_ "image/gif" // decoded for save_figure's dimensions
-	_ "image/jpeg"
-	_ "image/png"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/engine/datatools"
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Limits of what the helper code returns.
-const (
-	getValueMaxCells = 250_000
-	getValueMaxBytes = 5 << 20
-	maxVariables     = 500
-	maxFrameColumns  = 50 // a DataFrame's columns list_variables names
-	queryTimeout     = engine.QueryTimeout
-)
+const queryTimeout = engine.QueryTimeout
 
 // Inputs.
 
@@ -137,14 +123,7 @@ func (n RunNote) prefix(text string) string {
 }
 
 // Variable is one row of list_variables.
-type Variable struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Shape  []int  `json:"shape,omitempty"`
-	DType  string `json:"dtype,omitempty"`
-	Length *int   `json:"length,omitempty"`
-	Repr   string `json:"repr"`
-}
+type Variable = datatools.Variable
 
 // ListVariablesOutput is the structured content of list_variables.
 type ListVariablesOutput struct {
@@ -250,25 +229,6 @@ func getValueSchema() *jsonschema.Schema {
 	return sch
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-var pyKeywords = []string{"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"}
-
-// checkName validates a variable name given to a data tool.
-func checkName(what, name string) error {
-	if !identRE.MatchString(name) || slices.Contains(pyKeywords, name) {
-		return fmt.Errorf("%s %q is not a Python variable name: use letters, digits and _, not starting with a digit", what, name)
-	}
-	return nil
-}
-
-func nameOr(n string) string {
-	if n == "" {
-		return "df"
-	}
-	return n
-}
-
 // query runs helper code in the session, in its turn, and returns the JSON
 // it replied with.
 func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, src string, args map[string]any) (json.RawMessage, error) {
@@ -342,20 +302,9 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 	if err != nil {
 		return errResult[GetValueOutput]("%v", err)
 	}
-	orient := strings.ToLower(strings.TrimSpace(in.Orient))
-	switch orient {
-	case "":
-		orient = "split"
-	case "split", "records":
-	default:
-		return errResult[GetValueOutput]("orient %q is not split or records", in.Orient)
-	}
-	args := map[string]any{"expression": expr, "limit": getValueMaxBytes, "max_cells": getValueMaxCells, "orient": orient}
-	if in.Head != nil {
-		if *in.Head < 0 {
-			return errResult[GetValueOutput]("head is a number of rows or items, 0 or more, not %d", *in.Head)
-		}
-		args["head"] = *in.Head
+	args, err := datatools.GetValueArgs(expr, in.Orient, in.Head)
+	if err != nil {
+		return errResult[GetValueOutput]("%v", err)
 	}
 	raw, rn, err := s.readQuery(ctx, req, ss, engine.PyGetValue, args)
 	if err != nil {
@@ -365,60 +314,12 @@ func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetV
 		}
 		return errResult[GetValueOutput]("%v", err)
 	}
-	var v struct {
-		Type      string          `json:"type"`
-		Shape     string          `json:"shape"`
-		Value     json.RawMessage `json:"value"`
-		Total     int             `json:"total"`
-		Shown     int             `json:"shown"`
-		Unit      string          `json:"unit"`
-		EvalError *struct {
-			EName  string `json:"ename"`
-			EValue string `json:"evalue"`
-		} `json:"eval_error"`
+	v, err := datatools.ParseValue(expr, raw)
+	if err != nil {
+		return errResult[GetValueOutput]("%v", err)
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return errResult[GetValueOutput]("bad reply from the kernel: %v", err)
-	}
-	if e := v.EvalError; e != nil {
-		return errResult[GetValueOutput]("evaluating %s raised %s: %s", expr, e.EName, e.EValue)
-	}
-	dec := json.NewDecoder(bytes.NewReader(v.Value))
-	dec.UseNumber() // integers beyond 2^53 stay exact
-	var value any
-	if err := dec.Decode(&value); err != nil {
-		return errResult[GetValueOutput]("bad value from the kernel: %v", err)
-	}
-	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Shape: v.Shape, Value: value, Shown: v.Shown, Total: v.Total, RunNote: rn}
-	if v.Total > 0 {
-		out.Note = fmt.Sprintf("showing %d of %d %s", v.Shown, v.Total, v.Unit)
-	}
-	return textResult(rn.prefix(getValueText(in.Expression, out, v.Value, s.cfg.OutputLimit))), out, nil
-}
-
-// getValueText is get_value's text: what the value is, then its JSON. A
-// client shows its model either the text (Claude Desktop) or the
-// structured content (Claude Code, VS Code), never knowingly both, so each
-// carries the value once (docs/context.md); past limit characters the text
-// is cut, with a note naming head.
-func getValueText(expr string, out GetValueOutput, raw json.RawMessage, limit int) string {
-	what := out.Type
-	if out.Shape != "" {
-		what += ", " + out.Shape
-	}
-	text := fmt.Sprintf("%s (%s)", expr, what)
-	if out.Note != "" {
-		text += "; " + out.Note
-	}
-	if n := utf8.RuneCount(raw); limit > 0 && n > limit {
-		cut := 0
-		for range limit {
-			_, size := utf8.DecodeRune(raw[cut:])
-			cut += size
-		}
-		return text + fmt.Sprintf(":\n%s\n... (%d characters of JSON, cut at %d here; the structured content has it whole, or ask for fewer with head)", raw[:cut], n, limit)
-	}
-	return text + ":\n" + string(raw)
+	out := GetValueOutput{SessionID: ss.ID(), Expression: in.Expression, Type: v.Type, Shape: v.Shape, Value: v.Value, Shown: v.Shown, Total: v.Total, Note: v.Note, RunNote: rn}
+	return textResult(rn.prefix(v.Text(in.Expression, s.cfg.OutputLimit))), out, nil
 }
 
 func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, ListVariablesOutput, error) {
@@ -426,7 +327,7 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
-	raw, rn, err := s.readQuery(ctx, req, ss, engine.PyListVariables, map[string]any{"max": maxVariables, "max_columns": maxFrameColumns})
+	raw, rn, err := s.readQuery(ctx, req, ss, engine.PyListVariables, datatools.ListVariablesArgs())
 	if err != nil {
 		return errResult[ListVariablesOutput]("%v", err)
 	}
@@ -437,58 +338,11 @@ func (s *Server) listVariables(ctx context.Context, req *mcp.CallToolRequest, in
 	if out.Variables == nil {
 		out.Variables = []Variable{}
 	}
-	var b strings.Builder
-	for _, v := range out.Variables {
-		fmt.Fprintf(&b, "%s: %s", v.Name, v.Type)
-		switch {
-		case len(v.Shape) > 0:
-			fmt.Fprintf(&b, " %v", v.Shape)
-		case v.Length != nil:
-			fmt.Fprintf(&b, " len %d", *v.Length)
-		}
-		fmt.Fprintf(&b, " = %s\n", v.Repr)
-	}
-	if out.Total > len(out.Variables) {
-		fmt.Fprintf(&b, "... and %d more\n", out.Total-len(out.Variables))
-	}
-	if out.Total == 0 {
-		b.WriteString("No variables defined.")
-	}
-	text, _ := history.CutMiddle(strings.TrimRight(b.String(), "\n"), s.cfg.OutputLimit)
-	return textResult(rn.prefix(text)), out, nil
-}
-
-// cursorOr is the cursor position in characters, the end of code by default.
-func cursorOr(code string, pos *int) (int, error) {
-	n := utf8.RuneCountInString(code)
-	if pos == nil {
-		return n, nil
-	}
-	if *pos < 0 || *pos > n {
-		return 0, fmt.Errorf("cursor_pos %d is outside the code (0 to %d characters)", *pos, n)
-	}
-	return *pos, nil
-}
-
-// kernelFor returns the session's kernel for a request that needs no turn
-// (complete, inspect), starting one if needed.
-func (s *Server) kernelFor(ctx context.Context, id string) (*kernel.Kernel, error) {
-	ss, err := s.eng.LookupOrCreate(sessionOr(id))
-	if err != nil {
-		return nil, err
-	}
-	if err := ss.Gone(); err != nil {
-		return nil, err
-	}
-	k, _, err := ss.Kernel(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.ID(), err)
-	}
-	return k, nil
+	return textResult(rn.prefix(datatools.VariablesText(out.Variables, out.Total, s.cfg.OutputLimit))), out, nil
 }
 
 func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in CompleteInput) (*mcp.CallToolResult, CompleteOutput, error) {
-	pos, err := cursorOr(in.Code, in.CursorPos)
+	pos, err := datatools.CursorOr(in.Code, in.CursorPos)
 	if err != nil {
 		return errResult[CompleteOutput]("%v", err)
 	}
@@ -501,7 +355,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 		r, err = b.Complete(ctx, in.Code, pos)
 	} else {
 		var k *kernel.Kernel
-		if k, err = s.kernelFor(ctx, in.SessionID); err != nil {
+		if k, err = s.eng.KernelFor(ctx, sessionOr(in.SessionID)); err != nil {
 			return errResult[CompleteOutput]("%v", err)
 		}
 		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
@@ -528,7 +382,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 }
 
 func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in InspectInput) (*mcp.CallToolResult, InspectOutput, error) {
-	pos, err := cursorOr(in.Code, in.CursorPos)
+	pos, err := datatools.CursorOr(in.Code, in.CursorPos)
 	if err != nil {
 		return errResult[InspectOutput]("%v", err)
 	}
@@ -544,7 +398,7 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 		r, err = b.Inspect(ctx, in.Code, pos, in.DetailLevel)
 	} else {
 		var k *kernel.Kernel
-		if k, err = s.kernelFor(ctx, in.SessionID); err != nil {
+		if k, err = s.eng.KernelFor(ctx, sessionOr(in.SessionID)); err != nil {
 			return errResult[InspectOutput]("%v", err)
 		}
 		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
@@ -592,57 +446,19 @@ func (s *Server) saveFigure(ctx context.Context, req *mcp.CallToolRequest, in Sa
 		return errResult[SaveFigureOutput]("%v", err)
 	}
 	defer release()
-	hist := ss.History()
-	seen := 0
-	for bi := len(hist) - 1; bi >= 0; bi-- {
-		outs := hist[bi].Outputs
-		for oi := len(outs) - 1; oi >= 0; oi-- {
-			mime, data, ok := imageOf(outs[oi])
-			if !ok {
-				continue
-			}
-			if seen++; seen < want {
-				continue
-			}
-			if data == nil {
-				return errResult[SaveFigureOutput]("image %d back (block %d) was not kept: it was larger than the %d MB history keeps of an output", want, bi+1, engine.HistoryDataLimit>>20)
-			}
-			// Atomic, with missing folders, 0666 less the umask: as the
-			// history exports are written.
-			if err := path.WriteFile(data, 0o666); err != nil {
-				return errResult[SaveFigureOutput]("cannot save the figure: %v", err)
-			}
-			out := SaveFigureOutput{Path: path.String(), MIMEType: mime, Bytes: len(data), Block: bi + 1}
-			if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
-				out.Width, out.Height = cfg.Width, cfg.Height
-			}
-			dims := ""
-			if out.Width > 0 {
-				dims = fmt.Sprintf(", %dx%d", out.Width, out.Height)
-			}
-			return textResult(fmt.Sprintf("Saved %s (%s, %d bytes%s) from block %d.", path, mime, len(data), dims, bi+1)), out, nil
-		}
+	f, err := ss.Figure(want)
+	if err != nil {
+		return errResult[SaveFigureOutput]("%v", err)
 	}
-	if seen == 0 {
-		return errResult[SaveFigureOutput]("session %q has no figure yet: draw one with run_code (plt.show()) or plot_data first", ss.ID())
+	// Atomic, with missing folders, 0666 less the umask: as the history
+	// exports are written.
+	if err := path.WriteFile(f.Data, 0o666); err != nil {
+		return errResult[SaveFigureOutput]("cannot save the figure: %v", err)
 	}
-	return errResult[SaveFigureOutput]("session %q has %d image(s); index %d goes further back than that", ss.ID(), seen, want)
-}
-
-// imageOf returns an output's image: its type and bytes. data is nil for
-// an image history did not keep (replaced by a note).
-func imageOf(o history.Output) (mime string, data []byte, ok bool) {
-	if o.OutputType != "display_data" && o.OutputType != "execute_result" {
-		return "", nil, false
+	out := SaveFigureOutput{Path: path.String(), MIMEType: f.MIME, Bytes: len(f.Data), Width: f.Width, Height: f.Height, Block: f.Block}
+	dims := ""
+	if out.Width > 0 {
+		dims = fmt.Sprintf(", %dx%d", out.Width, out.Height)
 	}
-	for _, mt := range imageTypes {
-		if b, ok := imageData(kernel.Output{Data: o.Data}, mt); ok {
-			return mt, b, true
-		}
-	}
-	// An image history dropped for its size leaves a note in text/plain.
-	if t, has := o.Data["text/plain"]; has && bytes.Contains(t, []byte("not kept in history")) && bytes.Contains(t, []byte("image/")) {
-		return "", nil, true
-	}
-	return "", nil, false
+	return textResult(fmt.Sprintf("Saved %s (%s, %d bytes%s) from block %d.", path, f.MIME, len(f.Data), dims, f.Block)), out, nil
 }

@@ -204,25 +204,11 @@ func (s *Server) deleteHistory(ctx context.Context, req *mcp.CallToolRequest, in
 		b.WriteString(" " + out.HistoryUnsaved.Note())
 	}
 	for _, r := range removed {
-		line := firstLine(r.Entry.Code)
+		line := engine.FirstLine(r.Entry.Code)
 		out.Removed = append(out.Removed, RemovedBlock{Block: r.Number, FirstLine: line})
 		fmt.Fprintf(&b, "\n[%d] %s", r.Number, line)
 	}
 	return textResult(b.String()), out, nil
-}
-
-// firstLine is the first non-blank line of code, cut to 100 characters, to
-// name a block by.
-func firstLine(code string) string {
-	for l := range strings.Lines(code) {
-		if l = strings.TrimRight(l, " \t\r\n"); strings.TrimSpace(l) != "" {
-			if r := []rune(l); len(r) > 100 {
-				return string(r[:100]) + "…"
-			}
-			return l
-		}
-	}
-	return "(empty)"
 }
 
 // export renders a slice of the history and writes it atomically.
@@ -243,29 +229,16 @@ func (s *Server) exportSome(in ExportInput, what string, skip func(history.Entry
 	if err != nil {
 		return errResult[ExportOutput]("cannot write the %s: %v", what, err)
 	}
-	entries, first := ss.Slice(in.Start, in.End)
-	blocks, note := len(entries), ""
-	if skip != nil {
-		left := 0
-		for _, e := range entries {
-			if skip(e) {
-				left++
-			}
-		}
-		blocks -= left
-		note = fmt.Sprintf("\nLeft out %d block(s) that failed (status error, timeout or interrupted).", left)
-	}
-	data, err := render(entries, first, ss)
+	x, err := ss.Export(path, what, in.Start, in.End, skip, render)
 	if err != nil {
-		return errResult[ExportOutput]("rendering the %s: %v", what, err)
-	}
-	// 0666 less the umask, as any program's new file: the user decides
-	// who may read an export, as with everything else they write.
-	if err := path.WriteFile(data, 0o666); err != nil {
 		return errResult[ExportOutput]("%v", err)
 	}
-	out := ExportOutput{SessionID: ss.ID(), Path: path.String(), Blocks: blocks, Bytes: len(data)}
-	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s%s", blocks, ss.ID(), what, path, note)), out, nil
+	note := ""
+	if skip != nil {
+		note = fmt.Sprintf("\nLeft out %d block(s) that failed (status error, timeout or interrupted).", x.Left)
+	}
+	out := ExportOutput{SessionID: ss.ID(), Path: path.String(), Blocks: x.Blocks, Bytes: x.Bytes}
+	return textResult(fmt.Sprintf("Saved %d block(s) of session %q as a %s to %s%s", x.Blocks, ss.ID(), what, path, note)), out, nil
 }
 
 func (s *Server) exportHistory(ctx context.Context, req *mcp.CallToolRequest, in ExportInput) (*mcp.CallToolResult, ExportOutput, error) {
@@ -345,34 +318,21 @@ func (s *Server) replay(ctx context.Context, r *engine.Run, ss *engine.Session, 
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}, last, nil
 }
 
-// replayHeadline sums up a replay of entries, numbered from first: blocks
-// are the code blocks that ran, and the last of them stopped the replay
-// unless it succeeded. It counts code blocks only: a notebook's text cells
-// are kept in the history but never run.
+// replaySteps are blocks as the engine's headlines take them.
+func replaySteps(blocks []BlockSummary) []engine.ReplayStep {
+	steps := make([]engine.ReplayStep, len(blocks))
+	for i, b := range blocks {
+		steps[i] = engine.ReplayStep{Block: b.Block, Status: b.Status, Raised: b.Error != nil}
+		if b.Error != nil {
+			steps[i].Error = errorHeadline(b.Error)
+		}
+	}
+	return steps
+}
+
+// replayHeadline is engine.ReplayHeadline of blocks.
 func replayHeadline(entries []history.Entry, first int, blocks []BlockSummary) string {
-	code := 0
-	for _, e := range entries {
-		if e.IsCode() {
-			code++
-		}
-	}
-	text := len(entries) - code
-	if len(blocks) > 0 {
-		if b := blocks[len(blocks)-1]; b.Status != "ok" {
-			if b.Error != nil {
-				return fmt.Sprintf("Stopped at block [%d]: %s. %d of %d blocks ran.", b.Block, errorHeadline(b.Error), len(blocks), code)
-			}
-			return fmt.Sprintf("Stopped at block [%d] (%s); %d of %d blocks ran.", b.Block, b.Status, len(blocks), code)
-		}
-	}
-	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]); all succeeded.", code, first, first+len(entries)-1)
-	if code == 0 {
-		head = fmt.Sprintf("No code blocks in [%d] to [%d]; nothing ran.", first, first+len(entries)-1)
-	}
-	if text > 0 {
-		head += fmt.Sprintf(" %d text cell(s) among them were skipped.", text)
-	}
-	return head
+	return engine.ReplayHeadline(entries, first, replaySteps(blocks))
 }
 
 func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in RerunInput) (*mcp.CallToolResult, RunOutput, error) {
@@ -468,38 +428,9 @@ func (s *Server) rerunInPlace(ctx context.Context, r *engine.Run, ss *engine.Ses
 	return res, last, nil
 }
 
-// rerunHeadline sums up rerunInPlace: how many code blocks ran (a
-// notebook's text cells never run), where it stopped, and which blocks'
-// outputs differ from those recorded before.
+// rerunHeadline is engine.RerunHeadline of blocks.
 func rerunHeadline(entries []history.Entry, first int, blocks []BlockSummary, differ []string) string {
-	code := 0
-	for _, e := range entries {
-		if e.IsCode() {
-			code++
-		}
-	}
-	if code == 0 || len(blocks) == 0 {
-		return replayHeadline(entries, first, blocks)
-	}
-	cmp := "all outputs match those recorded before."
-	if len(differ) > 0 {
-		cmp = "outputs differ in " + strings.Join(differ, ", ") + "."
-	}
-	last := blocks[len(blocks)-1]
-	if last.Status != "ok" {
-		head := replayHeadline(entries, first, blocks)
-		// "... 3 of 4 blocks ran." gets the comparison after it.
-		head = strings.TrimSuffix(head, ".") + "; " + cmp
-		if len(blocks) < code {
-			head += fmt.Sprintf(" The blocks after [%d] did not run and keep their earlier outputs.", last.Block)
-		}
-		return head
-	}
-	head := fmt.Sprintf("Re-ran %d block(s) ([%d] to [%d]) in a fresh kernel, in place: %d of %d ran; %s", code, first, first+len(entries)-1, len(blocks), code, cmp)
-	if text := len(entries) - code; text > 0 {
-		head += fmt.Sprintf(" %d text cell(s) among them were skipped.", text)
-	}
-	return head
+	return engine.RerunHeadline(entries, first, replaySteps(blocks), differ)
 }
 
 // runSlice is run_code's history form: re-run blocks in the live kernel.

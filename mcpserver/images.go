@@ -1,15 +1,10 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"image"
-	_ "image/gif" // registers GIF, JPEG and PNG for describeImage
-	_ "image/jpeg"
-	_ "image/png"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,26 +16,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const svgType = "image/svg+xml"
+const svgType = engine.SVGType
 
 func outputURI(id string, n int) string { return fmt.Sprintf("session://%s/outputs/%d", id, n) }
 
-// imageData returns the bytes of an output's value of type mime: base64
-// decoded, or for SVG, which Jupyter bundles carry as text, the text.
-func imageData(o kernel.Output, mime string) ([]byte, bool) {
-	s, ok := o.String(mime)
-	if !ok {
-		return nil, false
-	}
-	if mime == svgType {
-		return []byte(s), s != ""
-	}
-	data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
-	if err != nil || len(data) == 0 {
-		return nil, false
-	}
-	return data, true
-}
+// imageData is engine.ImageData, under the name format.go calls.
+func imageData(o kernel.Output, mime string) ([]byte, bool) { return engine.ImageData(o, mime) }
 
 // imagePolicy says what a result makes of an image output.
 type imagePolicy struct {
@@ -96,7 +77,7 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 			size := int64(len(data))
 			link = &mcp.ResourceLink{
 				URI:         uri,
-				Name:        fmt.Sprintf("output-%d.%s", n, imageExt(mime)),
+				Name:        fmt.Sprintf("output-%d.%s", n, engine.ImageExt(mime)),
 				Title:       fmt.Sprintf("Output %d of session %s", n, pol.session),
 				Description: "the full image, as the code produced it",
 				MIMEType:    mime,
@@ -110,7 +91,7 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 	case pol.store == nil:
 		where = "the full image is not kept"
 	case link == nil:
-		where = fmt.Sprintf("the full image is not kept: it is larger than the %s a session keeps", humanBytes(engine.MaxKeptImageBytes))
+		where = fmt.Sprintf("the full image is not kept: it is larger than the %s a session keeps", engine.HumanBytes(engine.MaxKeptImageBytes))
 	}
 	withLink := func(c ...mcp.Content) []mcp.Content {
 		if link != nil {
@@ -118,7 +99,7 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 		}
 		return c
 	}
-	desc := describeImage(mime, data)
+	desc := engine.DescribeImage(mime, data)
 
 	switch {
 	case pol.linkOnly:
@@ -130,10 +111,10 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 	}
 	small, err := imgscale.Downscale(data, pol.maxInline)
 	if err != nil {
-		note := fmt.Sprintf("[%s, not shown inline: over the %s of base64 an inline image may have, and no smaller copy could be made (%v); %s]", desc, humanBytes(int64(pol.maxInline)), err, where)
+		note := fmt.Sprintf("[%s, not shown inline: over the %s of base64 an inline image may have, and no smaller copy could be made (%v); %s]", desc, engine.HumanBytes(int64(pol.maxInline)), err, where)
 		return withLink(&mcp.TextContent{Text: note}), uri, true
 	}
-	note := fmt.Sprintf("[the inline copy is %dx%d, downscaled from %dx%d to fit %s of base64; %s (%s, %s)]", small.Width, small.Height, small.SrcWidth, small.SrcHeight, humanBytes(int64(pol.maxInline)), where, mime, humanBytes(int64(len(data))))
+	note := fmt.Sprintf("[the inline copy is %dx%d, downscaled from %dx%d to fit %s of base64; %s (%s, %s)]", small.Width, small.Height, small.SrcWidth, small.SrcHeight, engine.HumanBytes(int64(pol.maxInline)), where, mime, engine.HumanBytes(int64(len(data))))
 	c := []mcp.Content{&mcp.ImageContent{Data: small.Data, MIMEType: small.MIME}}
 	if link != nil {
 		c = append(c, link)
@@ -141,45 +122,12 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 	return append(c, &mcp.TextContent{Text: note}), uri, true
 }
 
-// describeImage is "image/png, 812.3 KB, 2400x1600", the size in pixels
-// when the image's header can be read.
-func describeImage(mime string, data []byte) string {
-	d := mime + ", " + humanBytes(int64(len(data)))
-	if mime != svgType {
-		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
-			d += fmt.Sprintf(", %dx%d", cfg.Width, cfg.Height)
-		}
-	}
-	return d
-}
-
-func imageExt(mime string) string {
-	switch mime {
-	case "image/jpeg":
-		return "jpg"
-	case svgType:
-		return "svg"
-	}
-	return strings.TrimPrefix(mime, "image/")
-}
-
-// humanBytes writes a size as the flags take it: K and M are 1024 and 1024².
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
-	case n >= 1<<10:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
-
 func (s *Server) addImageResources() {
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: "session://{session_id}/outputs/{n}",
 		Name:        "session-output",
 		Title:       "Session output image",
-		Description: fmt.Sprintf("Image output n (1, 2, 3 ... in order of production) of a session, whole, as the code produced it; run results link to it. A session keeps its last %d images, at most %s.", engine.MaxKeptImages, humanBytes(engine.MaxKeptImageBytes)),
+		Description: fmt.Sprintf("Image output n (1, 2, 3 ... in order of production) of a session, whole, as the code produced it; run results link to it. A session keeps its last %d images, at most %s.", engine.MaxKeptImages, engine.HumanBytes(engine.MaxKeptImageBytes)),
 	}, s.readImageResource)
 }
 
@@ -223,9 +171,9 @@ func (s *Server) readImageResource(ctx context.Context, req *mcp.ReadResourceReq
 		case n > last:
 			return nil, resourceNotFound(uri, "resource %s not found: session %q has no output %d; its images so far are numbered 1 to %d", uri, id, n, last)
 		case oldest == 0:
-			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); none is kept now", uri, n, id, engine.MaxKeptImages, humanBytes(engine.MaxKeptImageBytes))
+			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); none is kept now", uri, n, id, engine.MaxKeptImages, engine.HumanBytes(engine.MaxKeptImageBytes))
 		default:
-			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); the oldest still kept is %d", uri, n, id, engine.MaxKeptImages, humanBytes(engine.MaxKeptImageBytes), oldest)
+			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); the oldest still kept is %d", uri, n, id, engine.MaxKeptImages, engine.HumanBytes(engine.MaxKeptImageBytes), oldest)
 		}
 	}
 	c := &mcp.ResourceContents{URI: uri, MIMEType: img.MIME}

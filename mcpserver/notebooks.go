@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
@@ -21,46 +20,6 @@ type RunNotebookInput struct {
 	Execute    *bool    `json:"execute,omitempty" jsonschema:"run the cells (default true); false only records them"`
 	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"seconds per cell; 0 = no limit"`
 	Background bool     `json:"background,omitempty" jsonschema:"return a run_id at once; wait_run gets the result"`
-}
-
-// maxNotebookSize bounds the file run_notebook reads.
-const maxNotebookSize = 64 << 20
-
-// readNotebook reads an nbformat 4 notebook or a py:percent script. The
-// language is the notebook's own, "" when it names none.
-func readNotebook(tp engine.ToolPath) (cells []history.Cell, language string, err error) {
-	b, err := tp.ReadFile("read", maxNotebookSize)
-	if err != nil {
-		return nil, "", err
-	}
-	return history.ParseNotebook(tp.String(), b)
-}
-
-// selectCells picks the code cells [start:end) (Python slice rules) and the
-// text cells among them: those after the code cell before the first one
-// taken, up to the last one taken, and the notebook's closing text when the
-// slice reaches its last code cell.
-func selectCells(cells []history.Cell, start, end *int) (picked []history.Cell, codeLo, codeHi, codeN int) {
-	var codeAt []int
-	for i, c := range cells {
-		if c.Type == "code" {
-			codeAt = append(codeAt, i)
-		}
-	}
-	codeN = len(codeAt)
-	lo, hi := history.Slice(codeN, start, end)
-	if lo >= hi {
-		return nil, lo, hi, codeN
-	}
-	from := 0
-	if lo > 0 {
-		from = codeAt[lo-1] + 1
-	}
-	to := codeAt[hi-1] + 1
-	if hi == codeN {
-		to = len(cells)
-	}
-	return cells[from:to], lo, hi, codeN
 }
 
 func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in RunNotebookInput) (*mcp.CallToolResult, RunOutput, error) {
@@ -80,12 +39,12 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		}
 		path = tp.String()
 		var cells []history.Cell
-		cells, lang, err = readNotebook(tp)
+		cells, lang, err = engine.ReadNotebook(tp)
 		if err != nil {
 			return err
 		}
 		var codeN int
-		picked, lo, hi, codeN = selectCells(cells, in.Start, in.End)
+		picked, lo, hi, codeN = engine.SelectCells(cells, in.Start, in.End)
 		if codeN == 0 {
 			return fmt.Errorf("%s has no code cells", path)
 		}
@@ -94,7 +53,7 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		}
 		// A notebook of another language is refused before a session is
 		// made for it; a kernel already running is asked again below.
-		return s.checkLanguage(ss, lang, path)
+		return ss.CheckLanguage(lang, path)
 	})
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
@@ -108,7 +67,7 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 			return errResult[RunOutput]("%v", err)
 		}
 		defer release()
-		if err := s.checkLanguage(ss, lang, path); err != nil {
+		if err := ss.CheckLanguage(lang, path); err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
 		return s.loadCells(ss, path, picked, lo, hi)
@@ -117,61 +76,17 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		if _, _, err := ss.Kernel(ctx); err != nil {
 			return errResult[RunOutput]("session %q: cannot start a kernel: %v", ss.ID(), err)
 		}
-		if err := s.checkLanguage(ss, lang, path); err != nil {
+		if err := ss.CheckLanguage(lang, path); err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
 		return s.limitJoined(s.runCells(ctx, r, ss, path, picked, lo, hi, timeout))
 	}, runHandoff(ss))
 }
 
-// checkLanguage refuses a notebook written for another language than the
-// session's kernel (when both are known).
-func (s *Server) checkLanguage(ss *engine.Session, lang, path string) error {
-	have := ss.Describe().Language
-	if have == "" && ss.Choice().Kernel == "" && s.cfg.Kernel == "" {
-		have = "python" // the kernel that will start is the interpreter's ipykernel
-	}
-	if lang == "" || have == "" || strings.EqualFold(lang, have) {
-		return nil
-	}
-	return fmt.Errorf("%s is a %s notebook, but session %q runs %s: create_session with a %s kernel (see list_kernels) and run it there", path, lang, ss.ID(), have, lang)
-}
-
-// loadCells enters cells into the history without running them. Code
-// cells keep the outputs the notebook has.
+// loadCells enters cells into the history without running them.
 func (s *Server) loadCells(ss *engine.Session, path string, cells []history.Cell, lo, hi int) (*mcp.CallToolResult, RunOutput, error) {
-	first := ss.HistoryLen()
-	gen := ss.Generation()
-	now := time.Now()
-	md := 0
-	for _, c := range cells {
-		e := history.Entry{Code: c.Source, Source: "notebook:" + path, Generation: gen, Start: now, End: now}
-		if c.Type == "code" {
-			e.Status, e.ExecutionCount, e.Outputs = "loaded", c.ExecutionCount, c.Outputs
-		} else {
-			e.CellType = c.Type
-			md++
-		}
-		if e.Outputs == nil {
-			e.Outputs = []history.Output{}
-		}
-		ss.Record(e)
-	}
-	msg := fmt.Sprintf("Loaded %d cells of %s into session %q's history without running them (code cells %d to %d, and %d text cells): blocks [%d] to [%d], 0-based %d to %d. "+
-		"run_code {\"session_id\": %q, \"start\": %d} runs them in the live kernel, rerun_code with the same start in a fresh one; save_notebook writes them back.",
-		len(cells), filepath.Base(path), ss.ID(), lo, hi-1, md, first+1, first+len(cells), first, first+len(cells)-1, ss.ID(), first)
-	behind := ss.HistoryBacklog()
-	if behind != nil {
-		msg += "\n" + behind.Note()
-	}
+	msg, behind := ss.LoadCells(path, cells, lo, hi)
 	return textResult(msg), RunOutput{SessionID: ss.ID(), Status: "ok", Displays: []Display{}, Note: msg, HistoryUnsaved: behind}, nil
-}
-
-// cellLabel names a code cell in a result: its index among the code cells
-// (what start/end count) and its number among all the notebook's cells,
-// both of the whole notebook, whatever slice was taken.
-func cellLabel(code int, c history.Cell) string {
-	return fmt.Sprintf("code cell %d, cell %d of the notebook", code, c.Index+1)
 }
 
 // runCells runs a notebook's cells in order in the caller's turn, each code
@@ -198,7 +113,7 @@ func (s *Server) runCells(ctx context.Context, r *engine.Run, ss *engine.Session
 		}
 		block := ss.HistoryLen()
 		blocks = append(blocks, BlockSummary{Block: block, Status: out.Status, ExecutionCount: out.ExecutionCount, Result: out.Result, Error: out.Error})
-		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%s] %s", cellLabel(n, c), out.Status)})
+		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%s] %s", engine.CellLabel(n, c), out.Status)})
 		content = append(content, cc...)
 		last = out
 		if out.Status != "ok" {

@@ -4,53 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
-	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The text of tools on remote and attached kernels (engine/remote.go has
 // how they start).
-
-// remoteStatus fills session_status's remote fields and returns the lines
-// its text adds.
-func remoteStatus(ctx context.Context, k *kernel.Kernel, info *engine.SessionInfo) string {
-	if k == nil {
-		return ""
-	}
-	var b strings.Builder
-	if id := k.GatewayKernelID(); id != "" {
-		gi := &engine.GatewayInfo{URL: k.GatewayURL(), KernelID: id, Attached: k.Attached()}
-		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		m, err := k.GatewayStatus(gctx)
-		cancel()
-		if err != nil {
-			gi.Error = err.Error()
-		} else {
-			gi.ExecutionState, gi.LastActivity, gi.Connections = m.ExecutionState, m.LastActivity, m.Connections
-		}
-		info.Gateway = gi
-		fmt.Fprintf(&b, "Gateway: %s, kernel %s", gi.URL, gi.KernelID)
-		if gi.Attached {
-			b.WriteString(" (attached: shared, only detached on delete)")
-		}
-		if err != nil {
-			fmt.Fprintf(&b, "; the gateway did not answer: %v\n", err)
-		} else {
-			fmt.Fprintf(&b, "; the gateway reports it %s, %d connection(s), last active %s\n", m.ExecutionState, m.Connections, m.LastActivity)
-		}
-		return b.String()
-	}
-	info.ConnectionFile = k.ConnectionFile()
-	info.Attached = k.Attached()
-	fmt.Fprintf(&b, "Connection file: %s (jupyter console --existing %s)\n", info.ConnectionFile, info.ConnectionFile)
-	if info.Attached {
-		b.WriteString("Attached: the kernel is shared and only detached on delete.\n")
-	}
-	return b.String()
-}
 
 // gatewayKernelSpecs lists a gateway's kernelspecs for list_kernels.
 func (s *Server) gatewayKernelSpecs(ctx context.Context) ([]KernelSpecInfo, string, error) {

@@ -2,17 +2,13 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
-	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -75,21 +71,7 @@ type InstallPackageInput struct {
 // Tool outputs.
 
 // SessionSummary is one row of list_sessions.
-type SessionSummary struct {
-	SessionID    string `json:"session_id"`
-	CreatedAt    string `json:"created_at"`
-	HistoryCount int    `json:"history_count"`
-	State        string `json:"state"`
-	Kernel       string `json:"kernel"`
-	Pid          int    `json:"pid,omitempty"`
-	// Run is the run in progress, if any; QueuedRuns counts those waiting
-	// behind it.
-	Run        *engine.RunView `json:"run,omitempty"`
-	QueuedRuns int             `json:"queued_runs"`
-	// Note says what restoring the session's history file at start-up
-	// had to leave out, and where the file as it was is kept.
-	Note string `json:"note,omitempty"`
-}
+type SessionSummary = engine.SessionSummary
 
 // ListSessionsOutput is the structured content of list_sessions.
 type ListSessionsOutput struct {
@@ -167,18 +149,9 @@ func errResult[Out any](format string, args ...any) (*mcp.CallToolResult, Out, e
 	return nil, zero, fmt.Errorf(format, args...)
 }
 
+// timeoutFor is the timeout a call asks for, --timeout by default.
 func (s *Server) timeoutFor(t *float64) (time.Duration, error) {
-	if t == nil {
-		return s.cfg.Timeout, nil
-	}
-	v := *t
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return 0, fmt.Errorf("invalid timeout %v: give seconds >= 0 (0 means no limit)", v)
-	}
-	if v > 7*24*3600 {
-		return 0, fmt.Errorf("invalid timeout %v: at most one week (604800 s)", v)
-	}
-	return time.Duration(v * float64(time.Second)), nil
+	return engine.TimeoutOr(t, s.cfg.Timeout)
 }
 
 func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, RunOutput, error) {
@@ -294,62 +267,11 @@ func textResult(text string) *mcp.CallToolResult {
 }
 
 func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListSessionsOutput, error) {
-	all := s.eng.Sessions()
-	out := ListSessionsOutput{Sessions: []SessionSummary{}}
-	var text strings.Builder
-	for _, ss := range all {
-		d := ss.Describe()
-		kname := d.Kernel
-		if kname == "" {
-			kname = ss.Choice().Kernel
-		}
-		row := SessionSummary{SessionID: ss.ID(), CreatedAt: ss.Created().UTC().Format(time.RFC3339), HistoryCount: d.History, State: d.State, Kernel: kname, Run: d.Run, QueuedRuns: d.QueuedRuns}
-		if d.State != "dead" && d.State != "stopped" {
-			row.Pid = d.Pid
-		}
-		row.Note = ss.RestoreNote()
-		out.Sessions = append(out.Sessions, row)
-		fmt.Fprintf(&text, "%s: %s, %d history entries", row.SessionID, row.State, row.HistoryCount)
-		if row.Pid != 0 {
-			fmt.Fprintf(&text, ", pid %d", row.Pid)
-		}
-		if r := row.Run; r != nil {
-			fmt.Fprintf(&text, ", run %s %s for %.1f s", r.RunID, r.Status, float64(r.ElapsedMS)/1000)
-			if r.Progress != "" {
-				fmt.Fprintf(&text, ", at %s", r.Progress)
-			}
-			if r.LastLine != "" {
-				fmt.Fprintf(&text, " (last output: %q)", r.LastLine)
-			}
-		}
-		if row.QueuedRuns > 0 {
-			fmt.Fprintf(&text, ", %d run(s) queued", row.QueuedRuns)
-		}
-		if row.Note != "" {
-			fmt.Fprintf(&text, ". %s", row.Note)
-		}
-		text.WriteByte('\n')
-	}
-	if len(all) == 0 {
-		text.WriteString("No sessions. run_code starts one.\n")
-	}
-	unrestorable := s.eng.Unrestorable()
-	bad := make([]string, 0, len(unrestorable))
-	for id, err := range unrestorable {
-		bad = append(bad, fmt.Sprintf("%s (%v)", id, err))
-	}
-	slices.Sort(bad)
-	if len(bad) > 0 {
-		fmt.Fprintf(&text, "Not restored, their files left as they are and their ids refused: %s\n", strings.Join(bad, "; "))
-	}
-	out.Pool = s.eng.Pool()
-	if out.Pool.Size > 0 {
-		fmt.Fprintf(&text, "Warm kernels: %d ready, %d starting.\n", out.Pool.Ready, out.Pool.Starting)
-	}
-	if out.UIURL = s.cfg.UIURL; out.UIURL != "" {
-		fmt.Fprintf(&text, "Web view (the person can watch and run cells there): %s\n", out.UIURL)
-	}
-	return textResult(strings.TrimRight(text.String(), "\n")), out, nil
+	var out ListSessionsOutput
+	var text string
+	out.Sessions, out.Pool, text = s.eng.SessionList(s.cfg.UIURL)
+	out.UIURL = s.cfg.UIURL
+	return textResult(text), out, nil
 }
 
 func (s *Server) interruptSession(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, MessageOutput, error) {
@@ -458,15 +380,7 @@ func (s *Server) pipInstall(ctx context.Context, ss *engine.Session, name string
 		r.IsError = true
 		return r, out, nil
 	}
-	return textResult(fmt.Sprintf("Installed %s into %s's interpreter.\n%s", name, ss.ID(), lastLinesOf(out.Output, 3))), out, nil
-}
-
-func lastLinesOf(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return textResult(fmt.Sprintf("Installed %s into %s's interpreter.\n%s", name, ss.ID(), inst.Tail(3))), out, nil
 }
 
 func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, SessionStatusOutput, error) {
@@ -475,123 +389,12 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return errResult[SessionStatusOutput]("%v", err)
 	}
-	info := ss.Describe()
-	note := ""
+	st := ss.Status(ctx)
 	var readNote RunNote
-	k, restored, restoreNote := ss.RunningKernel(), ss.Restored(), ss.RestoreNote()
-	switch {
-	case k == nil && info.State == "stopped" && restored:
-		note = "The history was restored after a server restart, and no kernel has run it: the next run_code starts a fresh one (earlier variables are gone), rerun_code rebuilds them."
-	case k == nil && info.State == "stopped" && ss.WasIdled():
-		note = "The kernel was stopped after being idle; the next run_code starts a fresh one (earlier variables are gone, history is kept)."
-	case k == nil:
-		note = "No kernel runs in this session yet; the next run_code starts one."
-	case info.State != "idle" || info.Run != nil:
-		note = "The kernel is " + info.State + "; details that need the kernel are left out."
-		if info.State == "idle" {
-			note = "Run " + info.Run.RunID + " goes on; details that need the kernel are left out."
-		}
-		// During a run (between its blocks too), the probe can run beside
-		// it on a subshell; a kernel still starting is not waited for.
-		if b, _, err := ss.BesideNow(ctx); err != nil {
-			note += " " + err.Error()
-		} else if b != nil {
-			out, err := b.Probe(ctx, engine.StatusProbe)
-			if err == nil && applyStatusProbe(&info, out) {
-				note = b.Note()
-				readNote = RunNote{DuringRun: b.RunID(), ReadNote: note}
-			} else if err != nil {
-				note += " " + err.Error()
-			}
-		}
-	case engine.StatusProbeCode(info.Language) == "":
-		note = "The status probe is for Python and R kernels only: the interpreter, working directory, memory and packages of this " + info.Language + " kernel are left out."
-	default:
-		// The probe runs silently and leaves no names behind.
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := k.Execute(pctx, engine.StatusProbeCode(info.Language), kernel.ExecuteOptions{Silent: true})
-		cancel()
-		if err != nil || !applyStatusProbe(&info, string(engine.StatusProbeReply(info.Language, res))) {
-			note = "The kernel did not answer the status probe; details that need the kernel are left out."
-		}
+	if st.DuringRun != "" {
+		readNote = RunNote{DuringRun: st.DuringRun, ReadNote: st.Note}
 	}
-	var text strings.Builder
-	fmt.Fprintf(&text, "Session %s: %s\n", id, info.State)
-	if info.Language != "" {
-		fmt.Fprintf(&text, "Language: %s %s\n", info.Language, info.Version)
-	}
-	if info.Interpreter != "" {
-		fmt.Fprintf(&text, "Interpreter: %s\n", info.Interpreter)
-	}
-	if info.Pid != 0 {
-		fmt.Fprintf(&text, "Pid: %d\n", info.Pid)
-	}
-	if info.MemoryRSS > 0 {
-		fmt.Fprintf(&text, "Memory (RSS): %.1f MB\n", float64(info.MemoryRSS)/1e6)
-	}
-	if info.Cwd != "" {
-		fmt.Fprintf(&text, "Working directory: %s\n", info.Cwd)
-	}
-	if len(info.Packages) > 0 {
-		names := make([]string, 0, len(info.Packages))
-		for n := range info.Packages {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		text.WriteString("Packages:")
-		for _, n := range names {
-			fmt.Fprintf(&text, " %s %s;", n, info.Packages[n])
-		}
-		text.WriteByte('\n')
-	}
-	text.WriteString(remoteStatus(ctx, k, &info))
-	fmt.Fprintf(&text, "History entries: %d\n", info.History)
-	if info.HistoryUnsaved != nil {
-		text.WriteString(info.HistoryUnsaved.Note() + "\n")
-	}
-	if r := info.Run; r != nil {
-		fmt.Fprintf(&text, "Run in progress: %s (%s), %s for %.1f s", r.RunID, r.Tool, r.Status, float64(r.ElapsedMS)/1000)
-		if r.Progress != "" {
-			fmt.Fprintf(&text, ", at %s", r.Progress)
-		}
-		if r.Prompt != "" {
-			fmt.Fprintf(&text, ", asking %q", r.Prompt)
-		}
-		if r.LastLine != "" {
-			fmt.Fprintf(&text, ", last output %q", r.LastLine)
-		}
-		text.WriteByte('\n')
-	}
-	if info.QueuedRuns > 0 {
-		fmt.Fprintf(&text, "Runs queued: %d\n", info.QueuedRuns)
-	}
-	if note != "" {
-		text.WriteString(note + "\n")
-	}
-	if restoreNote != "" {
-		text.WriteString(restoreNote + "\n")
-	}
-	if s.cfg.UIURL != "" {
-		fmt.Fprintf(&text, "Web view: %s\n", s.cfg.UIURL)
-	}
-	return textResult(strings.TrimRight(text.String(), "\n")), SessionStatusOutput{info, s.cfg.UIURL, readNote}, nil
-}
-
-// applyStatusProbe fills info from the status probe's output; false when
-// the output is not the probe's JSON line.
-func applyStatusProbe(info *engine.SessionInfo, out string) bool {
-	var st struct {
-		Executable string            `json:"executable"`
-		Version    string            `json:"version"`
-		Cwd        string            `json:"cwd"`
-		RSS        int64             `json:"rss"`
-		Packages   map[string]string `json:"packages"`
-	}
-	if json.Unmarshal([]byte(out), &st) != nil {
-		return false
-	}
-	info.Interpreter, info.Version, info.Cwd, info.MemoryRSS, info.Packages = st.Executable, st.Version, st.Cwd, st.RSS, st.Packages
-	return true
+	return textResult(st.Text(id, s.cfg.UIURL)), SessionStatusOutput{st.Info, s.cfg.UIURL, readNote}, nil
 }
 
 func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListKernelsOutput, error) {

@@ -1,4 +1,4 @@
-package mcpserver
+package traceback
 
 import (
 	"strings"
@@ -23,7 +23,7 @@ func TestShortTraceback(t *testing.T) {
 		"File /usr/lib/python3.11/json/__init__.py:346, in loads(s)\n",
 		"KeyError: 'nope'",
 	}
-	got := strings.Join(shortTraceback(tb), "\n")
+	got := strings.Join(Short(tb), "\n")
 	for _, want := range []string{
 		"Cell In[2], line 2", "File /work/proj/helpers.py:5", "pandas/core/frame.py:4330",
 		"(2 frames inside pandas omitted)", "(3 frames inside pandas and numpy and the standard library omitted)",
@@ -45,7 +45,7 @@ func TestShortTraceback(t *testing.T) {
 		t.Errorf("exception lines: %d, want 2:\n%s", n, got)
 	}
 	user := []string{"Cell In[3], line 5\n----> 5 g(1)\n", "Cell In[3], line 4, in g(x)\n----> 4 return f(x)\n", "Cell In[3], line 2, in f(x)\n----> 2 return 1/0\n", "ZeroDivisionError: division by zero"}
-	if got := shortTraceback(user); strings.Join(got, "|") != strings.Join(user, "|") {
+	if got := Short(user); strings.Join(got, "|") != strings.Join(user, "|") {
 		t.Errorf("user frames changed: %q", got)
 	}
 }
