@@ -3,12 +3,11 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/engine/traceback"
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/outputtext"
@@ -123,30 +122,6 @@ func (o RunOutput) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// cellLineRE finds the line of the code's own frame in an IPython traceback:
-// "Cell In[3], line 2" (IPython ≥ 8.6) or "Cell In [3], line 2" (8.5), or an
-// older "<ipython-input-3-…> in <module>" followed by "----> 2".
-var (
-	cellLineRE   = regexp.MustCompile(`Cell In ?\[\d+\], line (\d+)`)
-	syntaxLineRE = regexp.MustCompile(`(?:File "?<?[^\n]*?"?, line|line) (\d+)`)
-)
-
-// errorLine is the line of the user's code that raised: the deepest frame
-// that is in the cell, or for a SyntaxError the line it names.
-func errorLine(e *kernel.ExecError, tb string) int {
-	if m := cellLineRE.FindAllStringSubmatch(tb, -1); len(m) > 0 {
-		n, _ := strconv.Atoi(m[len(m)-1][1])
-		return n
-	}
-	if strings.HasSuffix(e.EName, "Error") && (e.EName == "SyntaxError" || e.EName == "IndentationError" || e.EName == "TabError") {
-		if m := syntaxLineRE.FindAllStringSubmatch(tb, -1); len(m) > 0 {
-			n, _ := strconv.Atoi(m[len(m)-1][1])
-			return n
-		}
-	}
-	return 0
-}
-
 // errorHeadline is the line a failed result leads with, e.g.
 // "NameError on line 2: name 'x' is not defined".
 func errorHeadline(e *ErrorInfo) string {
@@ -162,16 +137,16 @@ func errorHeadline(e *ErrorInfo) string {
 
 // errorInfo describes an exception for the model: colour codes stripped,
 // the traceback as one text without the frames inside installed libraries
-// (see shortTraceback; the history keeps it whole), and the line of the
+// (see traceback.Short; the history keeps it whole), and the line of the
 // user's code it names.
-func errorInfo(ename, evalue string, traceback []string) ErrorInfo {
-	plain := make([]string, len(traceback))
-	for i, t := range traceback {
+func errorInfo(ename, evalue string, tbEntries []string) ErrorInfo {
+	plain := make([]string, len(tbEntries))
+	for i, t := range tbEntries {
 		plain[i] = history.PlainText(t)
 	}
-	tb := strings.Join(shortTraceback(plain), "\n")
+	tb := strings.Join(traceback.Short(plain), "\n")
 	e := ErrorInfo{EName: ename, EValue: history.PlainText(evalue), Traceback: tb}
-	e.Line = errorLine(&kernel.ExecError{EName: ename}, tb)
+	e.Line = traceback.ErrorLine(ename, tb)
 	return e
 }
 
@@ -228,10 +203,6 @@ func errorLead(out *RunOutput) []string {
 	}
 	return nil
 }
-
-// imageTypes are the image MIME types of a display bundle, in order of
-// preference: an output shows the first it has.
-var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/svg+xml"}
 
 // maxInlineImage is the largest image (decoded bytes) render puts inline
 // when it has no image policy.
@@ -317,8 +288,8 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 					img      []mcp.Content
 					resource string
 				)
-				for _, mt := range imageTypes {
-					if data, ok := imageData(o, mt); ok {
+				for _, mt := range engine.ImageTypes {
+					if data, ok := engine.ImageData(o, mt); ok {
 						if img, resource, ok = renderImage(pol, mt, data); ok {
 							break
 						}

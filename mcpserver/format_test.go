@@ -13,25 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func TestErrorLine(t *testing.T) {
-	tests := []struct {
-		ename, tb string
-		want      int
-	}{
-		{"NameError", "----> 2 x = y\nCell In[3], line 2\n", 2},
-		{"NameError", "Cell In [3], line 7\n", 7},
-		{"ZeroDivisionError", "Cell In[1], line 5\n----> 5 f()\nCell In[1], line 2, in f()\n", 2},
-		{"SyntaxError", "  Cell In[4], line 3\n    def (\n        ^\nSyntaxError: invalid syntax\n", 3},
-		{"SyntaxError", "  File \"<unknown>\", line 9\n", 9},
-		{"ValueError", "File /usr/lib/python3/foo.py:10, in bar()\n", 0},
-	}
-	for _, tt := range tests {
-		if got := errorLine(&kernel.ExecError{EName: tt.ename}, tt.tb); got != tt.want {
-			t.Errorf("errorLine(%s, %q) = %d, want %d", tt.ename, tt.tb, got, tt.want)
-		}
-	}
-}
-
 func TestRequirementRE(t *testing.T) {
 	for _, ok := range []string{"requests", "pandas>=2", "pandas>=2,<3", "scikit-learn==1.5.0", "uvicorn[standard]", "a.b_c-d~=1.0", "numpy!=1.0.*"} {
 		if !requirementRE.MatchString(ok) {

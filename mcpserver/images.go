@@ -20,9 +20,6 @@ const svgType = engine.SVGType
 
 func outputURI(id string, n int) string { return fmt.Sprintf("session://%s/outputs/%d", id, n) }
 
-// imageData is engine.ImageData, under the name format.go calls.
-func imageData(o kernel.Output, mime string) ([]byte, bool) { return engine.ImageData(o, mime) }
-
 // imagePolicy says what a result makes of an image output.
 type imagePolicy struct {
 	// maxInline is the most bytes of base64 an image may have inline.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -161,4 +162,26 @@ func callLine(frame string) string {
 		}
 	}
 	return strings.Join(keep, "\n") + "\n"
+}
+
+// syntaxLineRE finds the line a SyntaxError names: `File "<cell>", line 3`.
+var syntaxLineRE = regexp.MustCompile(`(?:File "?<?[^\n]*?"?, line|line) (\d+)`)
+
+// ErrorLine is the line of the user's code that raised, from a traceback
+// (its entries joined): the deepest frame that is in the cell ("Cell
+// In[3], line 2", or "Cell In [3], line 2" from IPython 8.5), or for a
+// SyntaxError, IndentationError or TabError (ename) the line it names; 0
+// when there is none.
+func ErrorLine(ename, tb string) int {
+	if m := cellLineRE.FindAllStringSubmatch(tb, -1); len(m) > 0 {
+		n, _ := strconv.Atoi(m[len(m)-1][1])
+		return n
+	}
+	if ename == "SyntaxError" || ename == "IndentationError" || ename == "TabError" {
+		if m := syntaxLineRE.FindAllStringSubmatch(tb, -1); len(m) > 0 {
+			n, _ := strconv.Atoi(m[len(m)-1][1])
+			return n
+		}
+	}
+	return 0
 }

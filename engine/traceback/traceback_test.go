@@ -49,3 +49,22 @@ func TestShortTraceback(t *testing.T) {
 		t.Errorf("user frames changed: %q", got)
 	}
 }
+
+func TestErrorLine(t *testing.T) {
+	tests := []struct {
+		ename, tb string
+		want      int
+	}{
+		{"NameError", "----> 2 x = y\nCell In[3], line 2\n", 2},
+		{"NameError", "Cell In [3], line 7\n", 7},
+		{"ZeroDivisionError", "Cell In[1], line 5\n----> 5 f()\nCell In[1], line 2, in f()\n", 2},
+		{"SyntaxError", "  Cell In[4], line 3\n    def (\n        ^\nSyntaxError: invalid syntax\n", 3},
+		{"SyntaxError", "  File \"<unknown>\", line 9\n", 9},
+		{"ValueError", "File /usr/lib/python3/foo.py:10, in bar()\n", 0},
+	}
+	for _, tt := range tests {
+		if got := ErrorLine(tt.ename, tt.tb); got != tt.want {
+			t.Errorf("ErrorLine(%s, %q) = %d, want %d", tt.ename, tt.tb, got, tt.want)
+		}
+	}
+}
