@@ -88,4 +88,18 @@ alt.Chart(df, title="Growth").mark_line().encode(x="x", y="y", color="g")`)
 			t.Errorf("result_chart: %+v (result %q from %q)", c, out.Result, out.ResultFrom)
 		}
 	})
+
+	// Altair's mimetype renderer (as in JupyterLab) sends the spec under
+	// "application/vnd.vegalite.v6.json".
+	t.Run("altair mimetype", func(t *testing.T) {
+		res, _ := s.run("c", `alt.renderers.enable("mimetype")
+alt.Chart(df).mark_bar().encode(x="g", y="sum(y)")`)
+		out := structured[chartOutput](t, res)
+		if c := out.ResultChart; c == nil || c.Library != "vega-lite" || len(c.Kinds) != 1 || c.Kinds[0] != "bar" {
+			t.Errorf("result_chart: %+v (result %q from %q)\n%s", c, out.Result, out.ResultFrom, text(res))
+		}
+		if !strings.Contains(text(res), "Vega-Lite bar chart") {
+			t.Errorf("text:\n%s", text(res))
+		}
+	})
 }

@@ -167,7 +167,11 @@ func library(mime string) string {
 		if !ok {
 			continue
 		}
+		// Altair 6's mimetype renderer writes "application/vnd.vegalite.v6.json".
 		v, ok := strings.CutSuffix(rest, "+json")
+		if !ok {
+			v, ok = strings.CutSuffix(rest, ".json")
+		}
 		if ok && v != "" && strings.Trim(v, "0123456789") == "" {
 			return p.lib
 		}

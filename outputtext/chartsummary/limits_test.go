@@ -46,6 +46,8 @@ func TestSupported(t *testing.T) {
 		"application/vnd.plotly.v1+json":   true,
 		"application/vnd.vegalite.v4+json": true,
 		"application/vnd.vegalite.v6+json": true,
+		"application/vnd.vegalite.v6.json": true, // Altair 6's mimetype renderer
+		"application/vnd.vegalite.v6.xml":  false,
 		"application/vnd.vega.v5+json":     true,
 		"application/vnd.vega.v5+json; x":  true,
 		"application/vnd.vegalite.vx+json": false,
