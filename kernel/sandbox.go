@@ -229,7 +229,10 @@ func hostSystem() []systemPath {
 func privateDirs() []string {
 	out := []string{"/tmp", "/var/tmp"}
 	if home, err := os.UserHomeDir(); err == nil {
-		if abs, err := filepath.Abs(home); err == nil && abs != "/" && !slices.Contains(out, abs) {
+		// A home inside /tmp is private with it: made a folder of its own
+		// there, it would bring its parents into the private /tmp as
+		// folders the kernel can write.
+		if abs, err := filepath.Abs(home); err == nil && abs != "/" && !slices.ContainsFunc(out, func(d string) bool { return abs == d || strings.HasPrefix(abs, d+"/") }) {
 			out = append(out, abs)
 		}
 	}

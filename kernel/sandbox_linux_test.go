@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,23 @@ func TestSandboxDirMustBeItsRealPath(t *testing.T) {
 		_, err := Start(testCtx(t, 30*time.Second), Options{Dir: dir, Sandbox: &SandboxOptions{}})
 		if err == nil || !strings.Contains(err.Error(), "real path") {
 			t.Errorf("Start in %s: %v", dir, err)
+		}
+	}
+}
+
+// A home under /tmp is private with /tmp: made a folder of its own in the
+// sandbox, it would bring its parents into the private /tmp as folders
+// the kernel could write.
+func TestPrivateDirsHomeUnderTmp(t *testing.T) {
+	for home, want := range map[string][]string{
+		"/tmp/ci/integration/home": {"/tmp", "/var/tmp"},
+		"/var/tmp/u":               {"/tmp", "/var/tmp"},
+		"/srv/users/u":             {"/tmp", "/var/tmp", "/srv/users/u"},
+		"/tmpfoo/u":                {"/tmp", "/var/tmp", "/tmpfoo/u"},
+	} {
+		t.Setenv("HOME", home)
+		if got := privateDirs(); !slices.Equal(got, want) {
+			t.Errorf("HOME=%s: privateDirs() = %v, want %v", home, got, want)
 		}
 	}
 }
