@@ -8,10 +8,10 @@ import (
 	_ "image/gif" // registers GIF, JPEG and PNG for DescribeImage and Figure's size
 	_ "image/jpeg"
 	_ "image/png"
-	"strconv"
 	"strings"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/internal/imgscale"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
@@ -42,7 +42,7 @@ func ImageData(o kernel.Output, mime string) ([]byte, bool) {
 // DescribeImage is "image/png, 812.3 KB, 2400x1600", the size in pixels
 // when the image's header can be read.
 func DescribeImage(mime string, data []byte) string {
-	d := mime + ", " + HumanBytes(int64(len(data)))
+	d := mime + ", " + imgscale.HumanBytes(int64(len(data)))
 	if mime != SVGType {
 		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
 			d += fmt.Sprintf(", %dx%d", cfg.Width, cfg.Height)
@@ -60,17 +60,6 @@ func ImageExt(mime string) string {
 		return "svg"
 	}
 	return strings.TrimPrefix(mime, "image/")
-}
-
-// HumanBytes writes a size as the flags take it: K and M are 1024 and 1024².
-func HumanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
-	case n >= 1<<10:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // Figure is an image output of a session's history, as the code produced it.

@@ -88,7 +88,7 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 	case pol.store == nil:
 		where = "the full image is not kept"
 	case link == nil:
-		where = fmt.Sprintf("the full image is not kept: it is larger than the %s a session keeps", engine.HumanBytes(engine.MaxKeptImageBytes))
+		where = fmt.Sprintf("the full image is not kept: it is larger than the %s a session keeps", imgscale.HumanBytes(engine.MaxKeptImageBytes))
 	}
 	withLink := func(c ...mcp.Content) []mcp.Content {
 		if link != nil {
@@ -108,10 +108,10 @@ func renderImage(pol *imagePolicy, mime string, data []byte) (content []mcp.Cont
 	}
 	small, err := imgscale.Downscale(data, pol.maxInline)
 	if err != nil {
-		note := fmt.Sprintf("[%s, not shown inline: over the %s of base64 an inline image may have, and no smaller copy could be made (%v); %s]", desc, engine.HumanBytes(int64(pol.maxInline)), err, where)
+		note := fmt.Sprintf("[%s, not shown inline: over the %s of base64 an inline image may have, and no smaller copy could be made (%v); %s]", desc, imgscale.HumanBytes(int64(pol.maxInline)), err, where)
 		return withLink(&mcp.TextContent{Text: note}), uri, true
 	}
-	note := fmt.Sprintf("[the inline copy is %dx%d, downscaled from %dx%d to fit %s of base64; %s (%s, %s)]", small.Width, small.Height, small.SrcWidth, small.SrcHeight, engine.HumanBytes(int64(pol.maxInline)), where, mime, engine.HumanBytes(int64(len(data))))
+	note := fmt.Sprintf("[the inline copy is %dx%d, downscaled from %dx%d to fit %s of base64; %s (%s, %s)]", small.Width, small.Height, small.SrcWidth, small.SrcHeight, imgscale.HumanBytes(int64(pol.maxInline)), where, mime, imgscale.HumanBytes(int64(len(data))))
 	c := []mcp.Content{&mcp.ImageContent{Data: small.Data, MIMEType: small.MIME}}
 	if link != nil {
 		c = append(c, link)
@@ -124,7 +124,7 @@ func (s *Server) addImageResources() {
 		URITemplate: "session://{session_id}/outputs/{n}",
 		Name:        "session-output",
 		Title:       "Session output image",
-		Description: fmt.Sprintf("Image output n (1, 2, 3 ... in order of production) of a session, whole, as the code produced it; run results link to it. A session keeps its last %d images, at most %s.", engine.MaxKeptImages, engine.HumanBytes(engine.MaxKeptImageBytes)),
+		Description: fmt.Sprintf("Image output n (1, 2, 3 ... in order of production) of a session, whole, as the code produced it; run results link to it. A session keeps its last %d images, at most %s.", engine.MaxKeptImages, imgscale.HumanBytes(engine.MaxKeptImageBytes)),
 	}, s.readImageResource)
 }
 
@@ -168,9 +168,9 @@ func (s *Server) readImageResource(ctx context.Context, req *mcp.ReadResourceReq
 		case n > last:
 			return nil, resourceNotFound(uri, "resource %s not found: session %q has no output %d; its images so far are numbered 1 to %d", uri, id, n, last)
 		case oldest == 0:
-			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); none is kept now", uri, n, id, engine.MaxKeptImages, engine.HumanBytes(engine.MaxKeptImageBytes))
+			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); none is kept now", uri, n, id, engine.MaxKeptImages, imgscale.HumanBytes(engine.MaxKeptImageBytes))
 		default:
-			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); the oldest still kept is %d", uri, n, id, engine.MaxKeptImages, engine.HumanBytes(engine.MaxKeptImageBytes), oldest)
+			return nil, resourceNotFound(uri, "resource %s not found: output %d of session %q was dropped to bound memory (a session keeps its last %d images, at most %s); the oldest still kept is %d", uri, n, id, engine.MaxKeptImages, imgscale.HumanBytes(engine.MaxKeptImageBytes), oldest)
 		}
 	}
 	c := &mcp.ResourceContents{URI: uri, MIMEType: img.MIME}

@@ -119,7 +119,7 @@ func Downscale(data []byte, maxB64 int) (Scaled, error) {
 			break
 		}
 		if c.Rect.Dx() == 1 && c.Rect.Dy() == 1 {
-			return Scaled{}, fmt.Errorf("no copy small enough fits %s of base64", humanBytes(int64(maxB64)))
+			return Scaled{}, fmt.Errorf("no copy small enough fits %s of base64", HumanBytes(int64(maxB64)))
 		}
 	}
 	// Then, while the copy leaves room, sizes between it and the smallest
@@ -275,9 +275,9 @@ func resize(src *image.RGBA, w, h int) *image.RGBA {
 	return dst
 }
 
-// humanBytes writes a size as the server's flags take it: K and M are 1024
+// HumanBytes writes a size as the server's flags take it: K and M are 1024
 // and 1024².
-func humanBytes(n int64) string {
+func HumanBytes(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
