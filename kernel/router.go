@@ -2,8 +2,11 @@ package kernel
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
 )
 
 // router reads every message of one Conn and hands each to the request whose
@@ -15,10 +18,14 @@ type router struct {
 	pending map[string]*mailbox
 	state   atomic.Value // string: last execution_state of the main shell seen on iopub
 	done    chan struct{}
+	// comms, if set, sees every iopub comm message, whoever's request
+	// it answers, before the request's mailbox gets it: an execution
+	// that reads a widget's state after a comm_msg finds it applied.
+	comms func(*wire.Message)
 }
 
-func newRouter(c Conn) *router {
-	r := &router{pending: make(map[string]*mailbox), done: make(chan struct{})}
+func newRouter(c Conn, comms func(*wire.Message)) *router {
+	r := &router{pending: make(map[string]*mailbox), done: make(chan struct{}), comms: comms}
 	r.state.Store("starting")
 	go r.run(c)
 	return r
@@ -38,6 +45,9 @@ func (r *router) run(c Conn) {
 			if json.Unmarshal(rcv.Msg.Content, &st) == nil && st.ExecutionState != "" {
 				r.state.Store(st.ExecutionState)
 			}
+		}
+		if r.comms != nil && rcv.Channel == IOPub && strings.HasPrefix(rcv.Msg.Header.MsgType, "comm_") {
+			r.comms(rcv.Msg)
 		}
 		r.mu.Lock()
 		box := r.pending[rcv.Msg.ParentHeader.MsgID]
