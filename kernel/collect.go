@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -218,7 +219,9 @@ var capturedTypes = map[string]bool{"stream": true, "display_data": true, "execu
 // whose state sets msg_id to this execution's id starts capturing it, and
 // stops when msg_id changes or the widget closes.
 func (c *collector) comm(msgType string, content json.RawMessage) {
-	if c.widgets == nil {
+	// Most comm messages are widget updates that set no msg_id (a tqdm
+	// bar's every step): they are not decoded here.
+	if c.widgets == nil || msgType != "comm_close" && !bytes.Contains(content, []byte(`"msg_id"`)) {
 		return
 	}
 	var cm struct {
@@ -229,7 +232,7 @@ func (c *collector) comm(msgType string, content json.RawMessage) {
 			} `json:"state"`
 		} `json:"data"`
 	}
-	if json.Unmarshal(content, &cm) != nil || cm.CommID == "" {
+	if fastjson.Unmarshal(content, &cm) != nil || cm.CommID == "" {
 		return
 	}
 	if msgType != "comm_close" && cm.Data.State.MsgID == nil {

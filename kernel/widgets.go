@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // WidgetTarget is the comm target of ipywidgets' models.
@@ -259,7 +260,7 @@ func (w *Widgets) observe(epoch uint64, msg *wire.Message) {
 		return
 	}
 	var c commContent
-	if json.Unmarshal(msg.Content, &c) != nil || c.CommID == "" {
+	if fastjson.Unmarshal(msg.Content, &c) != nil || c.CommID == "" {
 		return
 	}
 	var (
@@ -484,16 +485,14 @@ func decodeWidgetState(raw json.RawMessage, paths []json.RawMessage, buffers [][
 	var keys map[string]json.RawMessage
 	if len(raw) == 0 || string(raw) == "null" {
 		keys = map[string]json.RawMessage{}
-	} else if json.Unmarshal(raw, &keys) != nil {
+	} else if fastjson.Unmarshal(raw, &keys) != nil {
 		return nil, nil, false
 	}
 	state = make(map[string]any, len(keys))
 	sizes = make(map[string]int, len(keys))
 	for k, v := range keys {
-		d := json.NewDecoder(bytes.NewReader(v))
-		d.UseNumber()
 		var val any
-		if d.Decode(&val) != nil {
+		if rest, err := fastjson.Parse(v, &val, fastjson.UseNumber); err != nil || len(rest) != 0 {
 			return nil, nil, false
 		}
 		state[k], sizes[k] = val, len(k)+len(v)
@@ -503,9 +502,7 @@ func decodeWidgetState(raw json.RawMessage, paths []json.RawMessage, buffers [][
 			break
 		}
 		var path []any
-		d := json.NewDecoder(bytes.NewReader(p))
-		d.UseNumber()
-		if d.Decode(&path) != nil || len(path) == 0 {
+		if rest, err := fastjson.Parse(p, &path, fastjson.UseNumber); err != nil || len(rest) != 0 || len(path) == 0 {
 			continue
 		}
 		top, ok := path[0].(string)

@@ -25,7 +25,7 @@ type recorded struct {
 	Buffers     []string        `json:"buffers"`
 }
 
-func loadRecorded(t *testing.T, scenario string) []recorded {
+func loadRecorded(t testing.TB, scenario string) []recorded {
 	t.Helper()
 	f, err := os.Open("testdata/widgets.jsonl")
 	if err != nil {
@@ -50,7 +50,7 @@ func loadRecorded(t *testing.T, scenario string) []recorded {
 	return out
 }
 
-func (r recorded) message(t *testing.T) *wire.Message {
+func (r recorded) message(t testing.TB) *wire.Message {
 	m := &wire.Message{Header: wire.Header{MsgType: r.MsgType}, ParentHeader: wire.Header{MsgID: r.ParentMsgID}, Content: r.Content}
 	for _, b := range r.Buffers {
 		raw, err := base64.StdEncoding.DecodeString(b)
@@ -65,7 +65,7 @@ func (r recorded) message(t *testing.T) *wire.Message {
 // replay feeds a recorded execution as the kernel's router and the
 // execution's collector see it: every comm message to w first, then each
 // message of the execution to its collector. It returns the cell's result.
-func replay(t *testing.T, w *Widgets, scenario string) *ExecuteResult {
+func replay(t testing.TB, w *Widgets, scenario string) *ExecuteResult {
 	t.Helper()
 	msgs := loadRecorded(t, scenario)
 	res := &ExecuteResult{MsgID: msgs[0].ExecMsgID}
