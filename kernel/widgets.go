@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -92,12 +93,15 @@ type WidgetEvent struct {
 // executions alike. It is safe for concurrent use. A restart of the kernel
 // empties it; it keeps its subscribers.
 type Widgets struct {
-	mu        sync.Mutex
-	epoch     uint64 // one per kernel process: messages of an older one are ignored
-	models    map[string]*widgetModel
-	order     list.List // of model ids, oldest first
-	bytes     int64
-	dropped   int
+	mu      sync.Mutex
+	epoch   uint64 // one per kernel process: messages of an older one are ignored
+	models  map[string]*widgetModel
+	order   list.List // of model ids, oldest first
+	bytes   int64
+	dropped int
+	// captures lists, by the msg_id their state names, the Output
+	// widgets capturing that request's outputs, latest last.
+	captures  map[string][]string
 	maxModels int
 	maxBytes  int64
 
@@ -113,7 +117,8 @@ type widgetModel struct {
 	outputs   []Output
 	outBytes  int
 	omitted   int
-	clearNext bool // a clear_output(wait=True) is pending
+	clearNext bool   // a clear_output(wait=True) is pending
+	capturing string // the msg_id its state names (Output widgets)
 	elem      *list.Element
 }
 
@@ -126,7 +131,7 @@ func (m *widgetModel) size() int64 {
 }
 
 func newWidgets() *Widgets {
-	return &Widgets{models: make(map[string]*widgetModel), maxModels: MaxWidgetModels, maxBytes: MaxWidgetBytes}
+	return &Widgets{models: make(map[string]*widgetModel), captures: make(map[string][]string), maxModels: MaxWidgetModels, maxBytes: MaxWidgetBytes}
 }
 
 // Get returns a copy of the model modelID (a deep copy: the caller may
@@ -224,6 +229,7 @@ func (w *Widgets) reset() uint64 {
 	epoch := w.epoch
 	had := len(w.models) > 0
 	clear(w.models)
+	clear(w.captures)
 	w.order.Init()
 	w.bytes, w.dropped = 0, 0
 	w.mu.Unlock()
@@ -239,7 +245,51 @@ func (w *Widgets) observer() func(*wire.Message) {
 	w.mu.Lock()
 	epoch := w.epoch
 	w.mu.Unlock()
-	return func(m *wire.Message) { w.observe(epoch, m) }
+	return func(m *wire.Message) {
+		if strings.HasPrefix(m.Header.MsgType, "comm_") {
+			w.observe(epoch, m)
+		} else {
+			w.orphan(epoch, m)
+		}
+	}
+}
+
+// orphan takes an output no execution of this client waits for (a widget
+// callback's, run for a comm_msg, or another client's execution's) when an
+// Output widget captures its parent, as JupyterLab routes it.
+func (w *Widgets) orphan(epoch uint64, msg *wire.Message) {
+	w.mu.Lock()
+	ids := w.captures[msg.ParentHeader.MsgID]
+	current := w.epoch == epoch
+	w.mu.Unlock()
+	if len(ids) == 0 || !current {
+		return
+	}
+	var m iopubContent
+	if fastjson.Unmarshal(msg.Content, &m) != nil {
+		return
+	}
+	out := Output{Type: msg.Header.MsgType, Name: m.Name, Text: m.Text, Data: m.Data, Metadata: m.Metadata,
+		ExecutionCount: m.ExecutionCount, DisplayID: m.Transient.DisplayID,
+		EName: m.EName, EValue: m.EValue, Traceback: m.Traceback}
+	w.capture(ids[len(ids)-1], msg.Header.MsgType, out, m.Wait)
+}
+
+// setCapture notes the msg_id an Output widget's state names, so that
+// orphan finds the widget capturing a parent. Call with w.mu held.
+func (w *Widgets) setCapture(m *widgetModel, msgID string) {
+	if m.capturing != "" {
+		left := slices.DeleteFunc(w.captures[m.capturing], func(id string) bool { return id == m.id })
+		if len(left) == 0 {
+			delete(w.captures, m.capturing)
+		} else {
+			w.captures[m.capturing] = left
+		}
+	}
+	m.capturing = msgID
+	if msgID != "" {
+		w.captures[msgID] = append(w.captures[msgID], m.id)
+	}
 }
 
 // commContent covers comm_open, comm_msg and comm_close.
@@ -295,6 +345,9 @@ func (w *Widgets) observe(epoch uint64, msg *wire.Message) {
 		if raw, ok := state["outputs"]; ok {
 			w.setOutputs(m, raw)
 		}
+		if id, ok := state["msg_id"].(string); ok {
+			w.setCapture(m, id)
+		}
 		evs = append(evs, WidgetEvent{Kind: WidgetOpened, ModelID: c.CommID, State: state})
 	case m == nil:
 		// A comm of another target, or a model dropped over the bounds.
@@ -309,6 +362,9 @@ func (w *Widgets) observe(epoch uint64, msg *wire.Message) {
 		if raw, ok := state["outputs"]; ok {
 			w.setOutputs(m, raw)
 		}
+		if id, ok := state["msg_id"].(string); ok {
+			w.setCapture(m, id)
+		}
 		evs = append(evs, WidgetEvent{Kind: WidgetUpdated, ModelID: c.CommID, State: state})
 	}
 	evs = w.enforce(evs)
@@ -318,6 +374,7 @@ func (w *Widgets) observe(epoch uint64, msg *wire.Message) {
 
 // remove forgets m. Call with w.mu held.
 func (w *Widgets) remove(m *widgetModel) {
+	w.setCapture(m, "")
 	w.bytes -= m.size()
 	w.order.Remove(m.elem)
 	delete(w.models, m.id)

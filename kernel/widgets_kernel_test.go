@@ -78,6 +78,18 @@ func TestWidgetsRealKernel(t *testing.T) {
 		t.Fatalf("after the comm_msg the state says value %v", s.State["value"])
 	}
 
+	// A change to interact's slider from here reruns the function in the
+	// kernel, for the comm_msg: no execution of ours waits for its
+	// output, and the Output widget still gets it.
+	slider := child(t, w, mustWidget(t, w, viewModel(t, res)), 0)
+	if err := k.SendCommMsg(testCtx(t, 30*time.Second), slider.ModelID, map[string]any{"method": "update", "state": map[string]any{"value": 7}, "buffer_paths": []any{}}); err != nil {
+		t.Fatal(err)
+	}
+	mustExecute(t, k, "pass")
+	if got := describeAll(mustWidget(t, w, out.ModelID).Outputs); !slices.Equal(got, []string{`stream stdout "x is 7\n"`, "display_data 14"}) {
+		t.Fatalf("interact's Output after the slider moved: %q", got)
+	}
+
 	if err := k.Restart(testCtx(t, 60*time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
@@ -64,7 +65,8 @@ func (r recorded) message(t testing.TB) *wire.Message {
 
 // replay feeds a recorded execution as the kernel's router and the
 // execution's collector see it: every comm message to w first, then each
-// message of the execution to its collector. It returns the cell's result.
+// message of the execution to its collector, and the others to w. It
+// returns the cell's result.
 func replay(t testing.TB, w *Widgets, scenario string) *ExecuteResult {
 	t.Helper()
 	msgs := loadRecorded(t, scenario)
@@ -74,8 +76,11 @@ func replay(t testing.TB, w *Widgets, scenario string) *ExecuteResult {
 	observe := w.observer()
 	for _, r := range msgs {
 		m := r.message(t)
-		observe(m)
-		if r.ParentMsgID == res.MsgID {
+		mine := r.ParentMsgID == res.MsgID
+		if strings.HasPrefix(r.MsgType, "comm_") || !mine {
+			observe(m)
+		}
+		if mine {
 			col.iopub(r.MsgType, m.Content)
 		}
 	}
@@ -305,6 +310,34 @@ func TestWidgetsCaptureRules(t *testing.T) {
 	feed("comm_msg", `{"comm_id":"b","data":{"method":"update","state":{"outputs":[{"output_type":"stream","name":"stdout","text":"set"}]}}}`)
 	if got := describeAll(mustWidget(t, w, "b").Outputs); !slices.Equal(got, []string{`stream stdout "set"`}) {
 		t.Errorf("b after outputs set %q", got)
+	}
+}
+
+// TestWidgetsCaptureWithoutExecution: outputs no execution of this client
+// waits for (a widget callback run for a comm_msg) go to the Output widget
+// whose msg_id names their parent, as the router hands them over.
+func TestWidgetsCaptureWithoutExecution(t *testing.T) {
+	w := newWidgets()
+	feed := w.observer()
+	send := func(typ, parent, content string) {
+		feed(&wire.Message{Header: wire.Header{MsgType: typ}, ParentHeader: wire.Header{MsgID: parent}, Content: []byte(content)})
+	}
+	send("comm_open", "X", `{"comm_id":"o","target_name":"jupyter.widget","data":{"state":{"_model_name":"OutputModel","msg_id":"","outputs":[]}}}`)
+	send("stream", "C", `{"name":"stdout","text":"before"}`)
+	send("comm_msg", "C", `{"comm_id":"o","data":{"method":"update","state":{"msg_id":"C"}}}`)
+	send("clear_output", "C", `{"wait":true}`)
+	send("stream", "C", `{"name":"stdout","text":"x is 7\n"}`)
+	send("display_data", "C", `{"data":{"text/plain":"14"},"metadata":{}}`)
+	send("stream", "D", `{"name":"stdout","text":"another request's"}`)
+	send("comm_msg", "C", `{"comm_id":"o","data":{"method":"update","state":{"msg_id":""}}}`)
+	send("stream", "C", `{"name":"stdout","text":"after"}`)
+	if got := describeAll(mustWidget(t, w, "o").Outputs); !slices.Equal(got, []string{`stream stdout "x is 7\n"`, "display_data 14"}) {
+		t.Fatalf("captured %q", got)
+	}
+	send("comm_msg", "C", `{"comm_id":"o","data":{"method":"update","state":{"msg_id":"E"}}}`)
+	send("comm_close", "C", `{"comm_id":"o","data":{}}`)
+	if len(w.captures) != 0 {
+		t.Fatalf("captures left after the close: %v", w.captures)
 	}
 }
 
