@@ -45,6 +45,7 @@ type widgetFeed struct {
 	dirty  map[string]*WidgetChange
 	order  []string // of dirty, first changed first
 	timer  *time.Timer
+	delay  time.Duration // widgetCoalesce when 0
 
 	flushMu sync.Mutex // one flush at a time, so a model's events keep their order
 }
@@ -122,7 +123,11 @@ func (ss *Session) widgetChanged(k *kernel.Kernel, e kernel.WidgetEvent) {
 		c.State, c.Gone, c.OutputsChanged = nil, true, false
 	}
 	if f.timer == nil {
-		f.timer = time.AfterFunc(widgetCoalesce, ss.flushWidgets)
+		d := f.delay
+		if d <= 0 {
+			d = widgetCoalesce
+		}
+		f.timer = time.AfterFunc(d, ss.flushWidgets)
 	}
 }
 

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine/widgettext"
 	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
@@ -124,10 +126,55 @@ func TestWidgetUpdateEvents(t *testing.T) {
 	if last != json.Number("300.0") {
 		t.Errorf("the last widget_update of the bar says value %v, want 300.0", last)
 	}
-	// Coalescing: far fewer events than updates (the loop's updates come
-	// much faster than one per coalescing period).
-	if events == 0 || events >= steps/2 {
+	if events == 0 || events > steps {
 		t.Errorf("%d widget_update events for the bar's %d updates", events, steps)
 	}
 	t.Logf("%d widget_update events for %d updates", events, steps)
+}
+
+// TestWidgetUpdatesCoalesce: the changes gathered between two flushes make
+// one widget_update per model, with the latest value of each key changed;
+// a closed model's says it is gone; a restart drops what gathered.
+func TestWidgetUpdatesCoalesce(t *testing.T) {
+	ss := &Session{id: "s", eng: &Engine{events: NewHub()}}
+	ss.widgets.delay = time.Hour // flushed by hand only
+	sub := ss.eng.events.Subscribe(100, nil)
+	defer sub.Close()
+	change := func(kind, id string, state map[string]any) {
+		ss.widgetChanged(nil, kernel.WidgetEvent{Kind: kind, ModelID: id, State: state})
+	}
+	change(kernel.WidgetOpened, "p", map[string]any{"value": json.Number("0"), "max": json.Number("9")})
+	for i := range 10 {
+		change(kernel.WidgetUpdated, "p", map[string]any{"value": json.Number(fmt.Sprint(i))})
+		change(kernel.WidgetUpdated, "h", map[string]any{"value": fmt.Sprint(i, "%")})
+	}
+	change(kernel.WidgetOpened, "gone", map[string]any{"value": true})
+	change(kernel.WidgetClosed, "gone", nil)
+	ss.flushWidgets()
+	got := map[string]WidgetChange{}
+	for range 3 {
+		e := next(t, sub)
+		if e.Kind != WidgetUpdate || e.Session != "s" {
+			t.Fatalf("event %+v", e)
+		}
+		got[e.Widget.ModelID] = *e.Widget
+	}
+	if e, ok := sub.TryNext(); ok {
+		t.Fatalf("more events than models: %+v", e)
+	}
+	if p := got["p"]; p.State["value"] != json.Number("9") || p.State["max"] != json.Number("9") || p.Gone {
+		t.Errorf("p: %+v", p)
+	}
+	if h := got["h"]; len(h.State) != 1 || h.State["value"] != "9%" {
+		t.Errorf("h: %+v", h)
+	}
+	if g := got["gone"]; !g.Gone || len(g.State) != 0 {
+		t.Errorf("gone: %+v", g)
+	}
+	change(kernel.WidgetUpdated, "p", map[string]any{"value": json.Number("1")})
+	change(kernel.WidgetReset, "", nil)
+	ss.flushWidgets()
+	if e, ok := sub.TryNext(); ok {
+		t.Fatalf("an event after the reset: %+v", e)
+	}
 }
