@@ -120,6 +120,8 @@ func (r *Run) runBlock(ctx context.Context, code, source string, timeout time.Du
 		MaxOutputs:     MaxOutputs,
 	})
 	r.setExecuting(false)
+	// The block's widget changes are published before its run ends.
+	ss.flushWidgets()
 	end := time.Now()
 	out.Start, out.End, out.Generation = start, end, gen
 

@@ -57,14 +57,15 @@ const (
 	InputAnswered   Kind = "input_answered"
 	RunFinished     Kind = "run_finished"
 	HistoryChanged  Kind = "history_changed"
-	Missed          Kind = "missed" // stands in for events a slow subscriber's full buffer dropped
+	WidgetUpdate    Kind = "widget_update" // a widget model of the session's kernel changed (coalesced; see WidgetChange)
+	Missed          Kind = "missed"        // stands in for events a slow subscriber's full buffer dropped
 )
 
 // Event is one thing that happened in the engine. Fields beyond Seq, Time,
 // Kind and Session are set where the kind calls for them.
 //
 // Every subscriber gets a copy of the Event, but the values its pointer,
-// interface and error fields refer to (Output, Result, Err) are shared by all
+// interface and error fields refer to (Output, Result, Err, Widget) are shared by all
 // subscribers: treat them as read-only.
 //
 // A Missed event is not published: a subscription makes it up in place of the
@@ -90,6 +91,7 @@ type Event struct {
 	Pid      int            // kernel_started, kernel_restarted
 	Entries  int            // history_changed: entries in the history now
 	Missed   int            // missed: how many events were dropped here
+	Widget   *WidgetChange  // widget_update
 }
 
 // DefaultBuffer is the number of events a subscription buffers when

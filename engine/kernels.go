@@ -76,6 +76,7 @@ func (ss *Session) Kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 	}
 	ss.k, ss.info, ss.died, ss.idled, ss.restored = k, info, nil, false, false
 	ss.unreported = lost
+	ss.followWidgets(k)
 	ss.gen++
 	gen := ss.gen
 	ss.mu.Unlock()
@@ -216,6 +217,7 @@ func (ss *Session) MarkDead(k *kernel.Kernel, why error) {
 	if mine {
 		ss.k = nil
 		ss.died = why
+		ss.unfollowWidgets(k)
 	}
 	ss.mu.Unlock()
 	k.Close()
@@ -230,6 +232,7 @@ func (ss *Session) StopKernel() error {
 	k := ss.k
 	ss.k = nil
 	ss.stopIdleTimer()
+	ss.unfollowWidgets(k)
 	ss.mu.Unlock()
 	if k == nil {
 		return nil
@@ -262,6 +265,7 @@ func (ss *Session) restartKernel(ctx context.Context, force bool) error {
 			ss.mu.Lock()
 			if ss.k == k {
 				ss.k, ss.info, ss.died, ss.idled, ss.unreported = w.k, w.info, nil, false, nil
+				ss.followWidgets(w.k)
 				ss.gen++
 				gen := ss.gen
 				ss.mu.Unlock()

@@ -100,6 +100,9 @@ type Session struct {
 	// images keeps the session's image outputs, served as
 	// session://{id}/outputs/{n} (images.go); nil until the first image.
 	images *ImageStore
+	// widgets turns the kernel's widget changes into widget_update events
+	// (widgets.go).
+	widgets widgetFeed
 
 	// subMu guards sub, the subshell that reads during a run (subshell.go),
 	// and parent, the kernel process whose set_parent is ready for them.
@@ -258,6 +261,7 @@ func (ss *Session) idleExpired(gen int) {
 	}
 	ss.idle = nil
 	ss.k = nil
+	ss.unfollowWidgets(k)
 	ss.idled = true
 	ss.mu.Unlock()
 	err := k.Close()

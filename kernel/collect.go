@@ -1,8 +1,10 @@
 package kernel
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -28,6 +30,15 @@ type collector struct {
 	// droppedStream names the stream of the last output when MaxOutputs
 	// dropped it: its later chunks belong to that output, counted once.
 	droppedStream string
+
+	// widgets, when set, gets the outputs an Output widget captures.
+	// capturing lists the Output widgets whose msg_id names this
+	// execution, latest last: as in JupyterLab, the latest one takes the
+	// execution's outputs instead of the cell. It follows the comm
+	// messages in this execution's own order, so an output goes where
+	// the msg_id was when the kernel sent it.
+	widgets   *Widgets
+	capturing []string
 }
 
 func newCollector(res *ExecuteResult, opts ExecuteOptions) *collector {
@@ -103,6 +114,10 @@ func (c *collector) reply(content json.RawMessage) {
 }
 
 func (c *collector) iopub(msgType string, content json.RawMessage) {
+	if strings.HasPrefix(msgType, "comm_") {
+		c.comm(msgType, content)
+		return
+	}
 	var m iopubContent
 	if name, text, ok := decodeStream(content); ok && msgType == "stream" {
 		m.Name, m.Text = name, text
@@ -117,6 +132,14 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 		Name: m.Name, Text: m.Text, Data: m.Data, Metadata: m.Metadata,
 		ExecutionCount: m.ExecutionCount, DisplayID: m.Transient.DisplayID,
 		EName: m.EName, EValue: m.EValue, Traceback: m.Traceback,
+	}
+	if n := len(c.capturing); n > 0 && capturedTypes[msgType] {
+		if msgType != "clear_output" {
+			out.Type = msgType
+		}
+		if c.widgets.capture(c.capturing[n-1], msgType, out, m.Wait) {
+			return
+		}
 	}
 	switch msgType {
 	case "stream":
@@ -185,6 +208,40 @@ func (c *collector) iopub(msgType string, content json.RawMessage) {
 		out.Text = ""
 	}
 	c.res.Outputs = append(outs, out)
+}
+
+// capturedTypes are the messages an Output widget takes from the cell
+// while it captures (JupyterLab's OutputModel message hook); the others,
+// update_display_data among them, stay the cell's.
+var capturedTypes = map[string]bool{"stream": true, "display_data": true, "execute_result": true, "error": true, "clear_output": true}
+
+// comm follows the Output widgets that capture this execution: a widget
+// whose state sets msg_id to this execution's id starts capturing it, and
+// stops when msg_id changes or the widget closes.
+func (c *collector) comm(msgType string, content json.RawMessage) {
+	// Most comm messages are widget updates that set no msg_id (a tqdm
+	// bar's every step): they are not decoded here.
+	if c.widgets == nil || msgType != "comm_close" && !bytes.Contains(content, []byte(`"msg_id"`)) {
+		return
+	}
+	var cm struct {
+		CommID string `json:"comm_id"`
+		Data   struct {
+			State struct {
+				MsgID *string `json:"msg_id"`
+			} `json:"state"`
+		} `json:"data"`
+	}
+	if fastjson.Unmarshal(content, &cm) != nil || cm.CommID == "" {
+		return
+	}
+	if msgType != "comm_close" && cm.Data.State.MsgID == nil {
+		return
+	}
+	c.capturing = slices.DeleteFunc(c.capturing, func(id string) bool { return id == cm.CommID })
+	if msgType != "comm_close" && *cm.Data.State.MsgID == c.res.MsgID && c.res.MsgID != "" {
+		c.capturing = append(c.capturing, cm.CommID)
+	}
 }
 
 // clear empties the outputs, as clear_output does.

@@ -17,6 +17,9 @@ import (
 type ExecuteOptions struct {
 	// OnEvent, if set, is called for each output as it arrives, on the
 	// caller's goroutine inside Execute. It must not call back into Kernel.
+	// Outputs an Output widget captures (while its msg_id names this
+	// execution, as in JupyterLab) are not reported here nor kept in
+	// ExecuteResult.Outputs: they are the widget's (see Widgets).
 	OnEvent func(Event)
 	// Silent runs the code without broadcasting it or counting it.
 	Silent bool
@@ -115,6 +118,7 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 	}
 
 	col := newCollector(res, opts)
+	col.widgets = k.widgets
 	defer col.finish()
 	// Questions asked through stdin are answered on goroutines of their
 	// own, so that the loop below keeps reading output and can interrupt.

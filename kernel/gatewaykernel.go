@@ -79,7 +79,7 @@ func (k *Kernel) connectGatewayOnce(ctx context.Context, id string, owned bool) 
 		return nil, err
 	}
 	g := &generation{
-		conn: conn, router: newRouter(conn), died: make(chan struct{}),
+		conn: conn, router: newRouter(conn, k.widgets.observer()), died: make(chan struct{}),
 		gw: &gatewayKernel{client: k.gwc, id: id, owned: owned, deleteOnStop: owned || !k.opts.DetachOnClose},
 	}
 	wctx, stop := context.WithCancel(context.Background())
@@ -168,7 +168,7 @@ func AttachGateway(ctx context.Context, gw Gateway, kernelID string, opts Option
 	if opts.Spec.Name == "" {
 		opts.Spec.Name = m.Name
 	}
-	k := &Kernel{opts: opts, session: uuid.NewString(), gwc: gc}
+	k := &Kernel{opts: opts, session: uuid.NewString(), gwc: gc, widgets: newWidgets()}
 	g, err := k.connectGateway(ctx, kernelID, false)
 	if err != nil {
 		gc.release()

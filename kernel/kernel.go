@@ -141,6 +141,8 @@ type Kernel struct {
 	// by Start and bound by fd at every launch, restarts included; nil
 	// without a sandbox. Closed by Close and Kill.
 	sandboxDir *os.File
+	// widgets holds the ipywidgets models of the current process.
+	widgets *Widgets
 
 	restartMu sync.Mutex // serializes Restart and Close
 	mu        sync.Mutex // guards the fields below

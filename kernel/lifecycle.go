@@ -74,6 +74,9 @@ func (k *Kernel) restart(ctx context.Context, force bool) error {
 	// says the caller closed the Kernel) or with the exit status,
 	// whichever came first.
 	old.markDead(&DiedError{ExitCode: -1, Restarted: true})
+	// The new process has no widgets; what the old one still sends is
+	// ignored.
+	k.widgets.reset()
 
 	var (
 		g   *generation

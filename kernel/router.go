@@ -2,8 +2,11 @@ package kernel
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel/wire"
 )
 
 // router reads every message of one Conn and hands each to the request whose
@@ -15,10 +18,16 @@ type router struct {
 	pending map[string]*mailbox
 	state   atomic.Value // string: last execution_state of the main shell seen on iopub
 	done    chan struct{}
+	// widgets, if set, sees every iopub comm message, whoever's request
+	// it answers, before the request's mailbox gets it (an execution
+	// that reads a widget's state after a comm_msg finds it applied), and
+	// the outputs no request waits for, which an Output widget may
+	// capture (a widget callback's, run for a comm_msg).
+	widgets func(*wire.Message)
 }
 
-func newRouter(c Conn) *router {
-	r := &router{pending: make(map[string]*mailbox), done: make(chan struct{})}
+func newRouter(c Conn, widgets func(*wire.Message)) *router {
+	r := &router{pending: make(map[string]*mailbox), done: make(chan struct{}), widgets: widgets}
 	r.state.Store("starting")
 	go r.run(c)
 	return r
@@ -39,11 +48,17 @@ func (r *router) run(c Conn) {
 				r.state.Store(st.ExecutionState)
 			}
 		}
+		watch := r.widgets != nil && rcv.Channel == IOPub
+		if watch && strings.HasPrefix(rcv.Msg.Header.MsgType, "comm_") {
+			r.widgets(rcv.Msg)
+		}
 		r.mu.Lock()
 		box := r.pending[rcv.Msg.ParentHeader.MsgID]
 		r.mu.Unlock()
 		if box != nil {
 			box.push(rcv)
+		} else if watch && capturedTypes[rcv.Msg.Header.MsgType] {
+			r.widgets(rcv.Msg)
 		}
 	}
 }

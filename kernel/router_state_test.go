@@ -21,7 +21,7 @@ func (c chanConn) Close() error                                       { return n
 // usage_request) leave the main shell's state alone.
 func TestRouterStateIgnoresControl(t *testing.T) {
 	c := chanConn{c: make(chan Received)}
-	r := newRouter(c)
+	r := newRouter(c, nil)
 	status := func(parentType, state string) {
 		m := &wire.Message{Header: wire.Header{MsgType: "status"}, Content: []byte(`{"execution_state": "` + state + `"}`)}
 		m.ParentHeader.MsgType = parentType

@@ -45,7 +45,7 @@ func Start(ctx context.Context, opts Options) (*Kernel, error) {
 		}
 		opts.Sandbox = &sb
 	}
-	k := &Kernel{opts: opts, session: uuid.NewString()}
+	k := &Kernel{opts: opts, session: uuid.NewString(), widgets: newWidgets()}
 	if opts.Sandbox != nil {
 		f, err := openSandboxDir(opts.Dir)
 		if err != nil {
@@ -197,7 +197,7 @@ func (k *Kernel) launch(ctx context.Context) (*generation, error) {
 		return fail(k.startError(g, ctx, err))
 	}
 	g.conn = conn
-	g.router = newRouter(conn)
+	g.router = newRouter(conn, k.widgets.observer())
 	if err := k.waitReady(ctx, g); err != nil {
 		return fail(k.startError(g, ctx, err))
 	}
@@ -367,7 +367,7 @@ func Attach(ctx context.Context, connectionFile string, opts Options) (*Kernel, 
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{opts: opts, session: uuid.NewString()}
+	k := &Kernel{opts: opts, session: uuid.NewString(), widgets: newWidgets()}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	g := &generation{ci: ci, file: connectionFile, died: make(chan struct{})}
@@ -375,7 +375,7 @@ func Attach(ctx context.Context, connectionFile string, opts Options) (*Kernel, 
 	if err != nil {
 		return nil, err
 	}
-	g.conn, g.router = conn, newRouter(conn)
+	g.conn, g.router = conn, newRouter(conn, k.widgets.observer())
 	if err := k.waitReady(ctx, g); err != nil {
 		conn.Close()
 		<-g.router.done
