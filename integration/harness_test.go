@@ -218,9 +218,11 @@ type runOutput struct {
 	Stdout         string `json:"stdout"`
 	Stderr         string `json:"stderr"`
 	Result         string `json:"result"`
+	ResultFrom     string `json:"result_from"`
 	Displays       []struct {
 		MimeTypes []string `json:"mime_types"`
 		Text      string   `json:"text"`
+		TextFrom  string   `json:"text_from"`
 	} `json:"displays"`
 	Error *struct {
 		EName     string `json:"ename"`

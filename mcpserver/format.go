@@ -204,6 +204,9 @@ func errorLead(out *RunOutput) []string {
 	return nil
 }
 
+// widgetViewMIME is the MIME type of an ipywidgets view (its model_id).
+const widgetViewMIME = "application/vnd.jupyter.widget-view+json"
+
 // maxInlineImage is the largest image (decoded bytes) render puts inline
 // when it has no image policy.
 const maxInlineImage = 5 << 20
@@ -279,6 +282,14 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 				plain, from := history.PlainText(d.Text), d.From
 				if from == outputtext.Plain {
 					from = "" // the usual case, left unsaid
+				}
+				if pol != nil && pol.widgetText != nil {
+					// A widget view is its state at the end of the run: a
+					// control's value, a progress bar's last line, what an
+					// Output widget captured.
+					if t, ok := pol.widgetText(o); ok {
+						plain, from = history.PlainText(t), widgetViewMIME
+					}
 				}
 				short := plain // what the structured entry carries besides Chart
 				if d.Chart != nil {

@@ -30,6 +30,9 @@ type imagePolicy struct {
 	session string
 	// store returns where images are kept; nil keeps none.
 	store func() *engine.ImageStore
+	// widgetText renders a widget view from the kernel's widget state
+	// (engine.Session.WidgetText); nil leaves a view its text/plain.
+	widgetText func(kernel.Output) (string, bool)
 }
 
 // renderFor renders a run of session ss: each image is kept in the session
@@ -39,10 +42,11 @@ func (s *Server) renderFor(ss *engine.Session, res *kernel.ExecuteResult, out *R
 		return renderWith(res, out, s.cfg.OutputLimit, nil, shown)
 	}
 	return renderWith(res, out, s.cfg.OutputLimit, &imagePolicy{
-		maxInline: s.cfg.MaxInlineImage,
-		linkOnly:  s.cfg.ImageLinkOnly,
-		session:   ss.ID(),
-		store:     func() *engine.ImageStore { return ss.Images(true) },
+		maxInline:  s.cfg.MaxInlineImage,
+		linkOnly:   s.cfg.ImageLinkOnly,
+		session:    ss.ID(),
+		store:      func() *engine.ImageStore { return ss.Images(true) },
+		widgetText: ss.WidgetText,
 	}, shown)
 }
 
