@@ -204,11 +204,29 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 	// interrupt that lands while ipykernel is already handling one makes it
 	// drop the reply, and waiting for it would wait forever.
 	var noReply <-chan time.Time
+	// noIdle fires when the reply is in and the request's iopub messages
+	// have stopped for noIdleWait without an idle status: a PUB socket drops
+	// what a subscriber that falls behind cannot take (ZeroMQ's high-water
+	// mark), and a flood of output can take the idle with it. Waiting for
+	// it would wait forever, whatever ctx says.
+	var (
+		noIdle  *time.Timer
+		noIdleC <-chan time.Time
+	)
+	defer func() {
+		if noIdle != nil {
+			noIdle.Stop()
+		}
+	}()
 	for !(replied && idle) {
 		if idle && !replied && noReply == nil {
 			t := time.NewTimer(noReplyWait)
 			defer t.Stop()
 			noReply = t.C
+		}
+		if replied && !idle && noIdle == nil {
+			noIdle = time.NewTimer(noIdleWait)
+			noIdleC = noIdle.C
 		}
 		select {
 		case <-noReply:
@@ -216,8 +234,20 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts ExecuteOptions) 
 				return res, errors.Join(ctxErr, ErrNoReply)
 			}
 			return res, ErrNoReply
+		case <-noIdleC:
+			res.IdleLost = true
+			if ctxErr != nil {
+				return res, ctxErr
+			}
+			if res.Error != nil {
+				return res, res.Error
+			}
+			return res, nil
 		case <-box.notify:
 			handle(box.take())
+			if noIdle != nil {
+				noIdle.Reset(noIdleWait)
+			}
 			if waiting && running() {
 				if err := interrupt(); err != nil {
 					return res, err

@@ -804,3 +804,42 @@ func TestKill(t *testing.T) {
 		t.Errorf("Close after Kill: %v", err)
 	}
 }
+
+// A lost idle status (ZeroMQ's PUB drops what a subscriber that falls
+// behind cannot take, and a flood of output can take the idle with it)
+// must not hold Execute for ever: once the reply is in and the request's
+// messages have stopped, Execute returns, saying the idle was lost. The
+// kernel is made to swallow this request's idle status.
+func TestExecuteIdleLost(t *testing.T) {
+	t.Parallel()
+	k := startKernel(t, Options{})
+	const swallowIdle = `k = get_ipython().kernel
+orig = k._publish_status
+def once(status, *a, **kw):
+    if status == "idle":
+        k._publish_status = orig
+        return
+    return orig(status, *a, **kw)
+k._publish_status = once
+print("swallowing")
+21 * 2`
+	done := make(chan struct{})
+	var (
+		res *ExecuteResult
+		err error
+	)
+	go func() {
+		defer close(done)
+		res, err = k.Execute(testCtx(t, 60*time.Second), swallowIdle, ExecuteOptions{})
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Execute still waits for an idle status that will never come")
+	}
+	if err != nil || !res.IdleLost {
+		t.Fatalf("Execute: %v, IdleLost %v; want the result with IdleLost", err, res != nil && res.IdleLost)
+	}
+	wantOutputs(t, res, `stream stdout "swallowing\n"`, "execute_result 42")
+	wantOutputs(t, mustExecute(t, k, "1 + 1"), "execute_result 2")
+}

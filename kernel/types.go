@@ -97,6 +97,10 @@ type ExecuteResult struct {
 	// execution's output with its "IOPub data rate exceeded" (or message
 	// rate) notice: that output never reached this client.
 	RateLimited bool
+	// IdleLost is set when the reply came but the idle status never did
+	// (see noIdleWait): the kernel's output publisher dropped messages
+	// under a flood, so outputs may be missing too.
+	IdleLost bool
 }
 
 // ErrorOutputs returns the error outputs among r.Outputs, in order: every
@@ -148,6 +152,10 @@ var ErrNotStarted = errors.New("kernel: request still queued behind other code; 
 // ipykernel sends the reply before idle, so this only has to cover the
 // reply travelling on another socket.
 const noReplyWait = 2 * time.Second
+
+// noIdleWait is how long Execute waits, once the reply is in, for the
+// idle status after the request's last iopub message.
+const noIdleWait = 5 * time.Second
 
 // ErrNotOwned is returned by Restart on a kernel that was attached to rather
 // than started, since the process belongs to someone else.

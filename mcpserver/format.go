@@ -333,6 +333,9 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 		if res.OmittedOutputs > 0 {
 			fmt.Fprintf(&text, "[%d more outputs not kept]\n", res.OmittedOutputs)
 		}
+		if res.IdleLost {
+			text.WriteString("[the kernel's idle status never came after its reply: its output publisher dropped messages under a flood of output, so some output may be missing]\n")
+		}
 		if res.RateLimited {
 			text.WriteString("[output was dropped: the Jupyter server replaced it with its \"IOPub data rate exceeded\" notice; print less, or raise the server's iopub_data_rate_limit]\n")
 		}
