@@ -382,3 +382,46 @@ func SandboxRuntimeBase() string {
 	}
 	return filepath.Join(tmp, "kernel-mcp-sandbox-"+strconv.Itoa(os.Getuid()))
 }
+
+// ConfineCommand returns the command line that runs argv, a helper that
+// handles what kernels send (the chart renderer's browser), in a sandbox
+// as strong as a kernel's under o: the host's system folders read-only,
+// /tmp and the home private and empty, every capability dropped, o.Hide
+// and the kernels' runtime dirs hidden, and no network whatever
+// o.Network says. It may write only in the folders rw (at least one).
+// The program's own install prefix is shown read-only when the system
+// folders do not hold it (a Chrome in /opt/google/chrome).
+func ConfineCommand(o SandboxOptions, rw []string, argv []string) ([]string, error) {
+	if len(rw) == 0 || len(argv) == 0 {
+		return nil, errors.New("kernel: ConfineCommand needs a writable folder and a command")
+	}
+	o.Network = false
+	o.ReadOnly = nil
+	mode, err := checkSandbox(o)
+	if err != nil {
+		return nil, err
+	}
+	rw = absPaths(rw)
+	p := sandboxPlan{opts: o, dir: rw[0], runtimeDir: rw[0], system: hostSystem(), private: privateDirs(), mode: mode}
+	p.keepDirs = append(p.keepDirs, SandboxRuntimeBase())
+	for _, h := range absPaths(o.Hide) {
+		if st, err := os.Stat(h); err == nil && st.IsDir() {
+			p.keepDirs = append(p.keepDirs, h)
+		} else if err == nil {
+			p.keepFiles = append(p.keepFiles, h)
+		}
+	}
+	p.interp = interpreterPrefixes(argv[0], shownPaths(p.system))
+	p.opts.ReadOnly = nil
+	out := bwrapArgv(p, argv)
+	// The folders after the first are bound like it, before the command.
+	if len(rw) > 1 {
+		i := slices.Index(out, "--remount-ro")
+		var extra []string
+		for _, d := range rw[1:] {
+			extra = append(extra, "--bind", d, d)
+		}
+		out = slices.Insert(out, i, extra...)
+	}
+	return out, nil
+}

@@ -1,5 +1,7 @@
-// Builds the two views into single self-contained HTML files:
-//   node build.mjs              writes ../mcpserver/ui/cell.html and web.html
+// Builds the two views, and the page charts are drawn in for the model's
+// images, into single self-contained HTML files:
+//   node build.mjs              writes ../mcpserver/ui/cell.html and web.html,
+//                               and ../chartimage/page/render.html
 //   node build.mjs --out DIR    writes them into DIR instead
 //   node build.mjs --check      builds in memory; fails if the committed files differ
 // The output depends only on the sources and the locked packages: no
@@ -12,8 +14,19 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const committed = resolve(here, "../mcpserver/ui");
+// home is the folder a page is committed in.
+const home = (name) => (pages[name].dir ? resolve(here, pages[name].dir) : committed);
 
 const pages = {
+  // The page chartimage draws charts in, for the model's images: it goes
+  // next to the Go package that embeds it.
+  "render.html": {
+    entry: "src/chartpage.js",
+    title: "kernel-mcp chart renderer",
+    body: "",
+    dir: "../chartimage/page",
+    noStyle: true,
+  },
   "cell.html": {
     entry: "src/app.js",
     title: "kernel-mcp cell",
@@ -78,7 +91,7 @@ async function build() {
       '<html lang="en"><head><meta charset="utf-8">',
       '<meta name="viewport" content="width=device-width, initial-scale=1">',
       "<title>" + p.title + "</title>",
-      "<style>" + css + "</style>",
+      p.noStyle ? "" : "<style>" + css + "</style>",
       "</head><body" + (p.bodyClass ? ' class="' + p.bodyClass + '"' : "") + ">",
       p.body,
       "<script>" + inline(js) + "</script>",
@@ -97,18 +110,19 @@ const files = await build();
 if (args[0] === "--check") {
   let stale = [];
   for (const [name, text] of Object.entries(files)) {
-    const old = await readFile(join(committed, name), "utf8").catch(() => null);
-    if (old !== text) stale.push(name);
+    const old = await readFile(join(home(name), name), "utf8").catch(() => null);
+    if (old !== text) stale.push(join(home(name), name));
   }
   if (stale.length) {
-    console.error(`stale: mcpserver/ui/${stale.join(", ")} differ from a fresh build; run: cd ui && npm run build`);
+    console.error(`stale: ${stale.join(", ")} differ from a fresh build; run: cd ui && npm run build`);
     process.exit(1);
   }
-  console.log("mcpserver/ui is up to date");
+  console.log("the built views are up to date");
 } else {
-  const dir = args[0] === "--out" && args[1] ? resolve(args[1]) : committed;
-  await mkdir(dir, { recursive: true });
+  const out = args[0] === "--out" && args[1] ? resolve(args[1]) : null;
   for (const [name, text] of Object.entries(files)) {
+    const dir = out || home(name);
+    await mkdir(dir, { recursive: true });
     await writeFile(join(dir, name), text);
     console.log(`${join(dir, name)}: ${Buffer.byteLength(text)} bytes`);
   }

@@ -1,0 +1,150 @@
+//go:build unix
+
+package chartimage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browserProcess is the running browser's process.
+func browserProcess(t *testing.T, r *Renderer) *os.Process {
+	t.Helper()
+	r.mu.Lock()
+	br := r.br
+	r.mu.Unlock()
+	if br == nil {
+		t.Fatal("no browser runs")
+	}
+	p := chromedp.FromContext(br.ctx).Browser.Process()
+	if p == nil {
+		t.Fatal("the browser has no process")
+	}
+	return p
+}
+
+// A chart that never finishes costs that image only: it ends at the
+// timeout with an error that says so, a render that was waiting on the
+// same browser is drawn on the next one, and so is the image after.
+func TestRenderHang(t *testing.T) {
+	r := newRenderer(t, Options{Timeout: 3 * time.Second})
+	if _, err := r.Render(context.Background(), Plotly, []byte(plotlyFig)); err != nil {
+		t.Fatal(err)
+	}
+	first := browserProcess(t, r)
+	var wg sync.WaitGroup
+	var hangErr, otherErr error
+	started := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		close(started)
+		_, hangErr = r.render(context.Background(), `new Promise(() => { for (;;) {} })`)
+	}()
+	go func() {
+		defer wg.Done()
+		<-started
+		_, otherErr = r.Render(context.Background(), VegaLite, []byte(vegaLite))
+	}()
+	wg.Wait()
+	if hangErr == nil || !strings.Contains(hangErr.Error(), "longer than 3s") {
+		t.Errorf("the hung chart: %v", hangErr)
+	}
+	if otherErr != nil {
+		t.Errorf("the chart drawn beside it: %v", otherErr)
+	}
+	if _, err := r.Render(context.Background(), SVG, []byte(svgDoc)); err != nil {
+		t.Errorf("the image after: %v", err)
+	}
+	if browserProcess(t, r).Pid == first.Pid {
+		t.Error("the browser of the hung chart was not replaced")
+	}
+}
+
+// A browser killed in the middle of an image fails that image at once, with
+// the reason, and the next image starts a new browser.
+func TestRenderBrowserKilled(t *testing.T) {
+	r := newRenderer(t, Options{Timeout: time.Minute})
+	if _, err := r.Render(context.Background(), Plotly, []byte(plotlyFig)); err != nil {
+		t.Fatal(err)
+	}
+	p := browserProcess(t, r)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.render(context.Background(), `new Promise(() => {})`)
+		done <- err
+	}()
+	// The render is in flight once its tab is taken.
+	for len(r.slots) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	p.Kill()
+	start := time.Now()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "stopped while drawing") {
+			t.Errorf("error %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the render did not end when its browser was killed")
+	}
+	t.Logf("the render ended %v after the kill", time.Since(start))
+	if _, err := r.Render(context.Background(), Plotly, []byte(plotlyFig)); err != nil {
+		t.Errorf("the image after: %v", err)
+	}
+}
+
+// The caller's cancellation ends a render; Close stops the browser and
+// removes its profile, and later renders say the renderer is closed.
+func TestRenderCancelAndClose(t *testing.T) {
+	r := newRenderer(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(r.slots) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := r.render(ctx, `new Promise(() => {})`); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled render: %v", err)
+	}
+	if _, err := r.Render(context.Background(), Plotly, []byte(plotlyFig)); err != nil {
+		t.Fatal(err)
+	}
+	p := browserProcess(t, r)
+	r.mu.Lock()
+	dir := r.br.dataDir
+	r.mu.Unlock()
+	r.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the profile %s outlived Close: %v", dir, err)
+	}
+	if processAlive(p.Pid) {
+		t.Errorf("the browser %d outlived Close", p.Pid)
+	}
+	if _, err := r.Render(context.Background(), Plotly, []byte(plotlyFig)); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+// A chart that takes more memory than a tab may have crashes that tab only:
+// the image fails with the reason, the next is drawn.
+func TestRenderOutOfMemory(t *testing.T) {
+	r := newRenderer(t, Options{HeapMB: 64, Timeout: time.Minute})
+	start := time.Now()
+	_, err := r.render(context.Background(), `new Promise(() => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)); })`)
+	if err == nil || !strings.Contains(err.Error(), "crashed") {
+		t.Errorf("error %v", err)
+	}
+	t.Logf("the tab crashed after %v", time.Since(start))
+	if _, err := r.Render(context.Background(), Plotly, []byte(plotlyFig)); err != nil {
+		t.Errorf("the image after: %v", err)
+	}
+}
