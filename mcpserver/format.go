@@ -316,17 +316,19 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 					slices.Sort(mimes)
 					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: short, TextFrom: from, Chart: d.Chart, Resource: resource})
 				}
+				// The text/plain of a figure ("<Figure size 640x480 ...>")
+				// says nothing the image does not; text made from another
+				// type (sympy's LaTeX, an SVG's words) does, and comes first.
+				if plain != "" && (len(img) == 0 || from != "") {
+					text.WriteString(plain)
+					ensureNewline(&text)
+				}
 				if len(img) > 0 {
-					// The text/plain of a figure ("<Figure size 640x480 ...>")
-					// says nothing the image does not.
 					if text.Len() > 0 {
 						content = append(content, &mcp.TextContent{Text: text.String()})
 						text.Reset()
 					}
 					content = append(content, img...)
-				} else if plain != "" {
-					text.WriteString(plain)
-					ensureNewline(&text)
 				}
 			}
 		}
