@@ -97,6 +97,12 @@ func Describe(data map[string]json.RawMessage) Description {
 		note := imageHint(s.Library)
 		return Description{Text: s.Text() + "\n" + note, From: mt, Chart: s, Note: note}
 	}
+	if docs, ok := bokehDocs(data); ok {
+		if s, err := chartsummary.SummarizeBokeh(docs); err == nil {
+			note := imageHint(s.Library)
+			return Description{Text: s.Text() + "\n" + note, From: BokehExec, Chart: s, Note: note}
+		}
+	}
 	t, mt := fromBundle(data)
 	return Description{Text: t, From: mt}
 }
@@ -131,7 +137,10 @@ func chartName(mime string) string {
 // imageHint says how the kernel itself can draw the chart as an image,
 // which reaches the reader like any figure.
 func imageHint(library string) string {
-	if library == "plotly" {
+	switch library {
+	case "bokeh":
+		return `[no image of this chart here: BokehJS draws it in a browser; bokeh.io.export_png draws one when selenium and a browser driver are installed in the kernel's environment]`
+	case "plotly":
 		return `[no image of this chart here; fig.show("png") draws one when kaleido is installed in the kernel's environment]`
 	}
 	return `[no image of this chart here; alt.renderers.enable("png") (Altair) draws one when vl-convert-python is installed in the kernel's environment]`
