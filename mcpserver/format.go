@@ -70,10 +70,11 @@ type Display struct {
 	Text      string   `json:"text,omitempty"`
 	// TextFrom is the MIME type Text was made from when it is not
 	// text/plain: text/markdown or text/latex (their source),
-	// application/json (compacted), or text/html (its text, when the
-	// text/plain is only an object's repr). See outputtext.FromBundle.
+	// application/json (compacted), text/html (its text, when the
+	// text/plain is only an object's repr), image/svg+xml (an SVG's text)
+	// or a chart's MIME type. See outputtext.FromBundle.
 	TextFrom string `json:"text_from,omitempty"`
-	// Chart is the summary of a Plotly, Vega-Lite or Vega chart (kinds,
+	// Chart is the summary of a Plotly, Vega-Lite, Vega or Bokeh chart (kinds,
 	// title, axes, series); Text then says only how to draw it as an
 	// image, so that nothing is carried twice.
 	Chart *chartsummary.Summary `json:"chart,omitempty"`
