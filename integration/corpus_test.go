@@ -213,13 +213,13 @@ pl.DataFrame({"city": ["Oslo", "Lima"], "temp": [3.5, 19.25]})`,
 import warnings
 warnings.simplefilter("ignore")  # too few observations for the normality test
 sm.OLS(df["y"], sm.add_constant(df["x"])).fit().summary()`,
-			text: []string{"OLS Regression Results", "R-squared:", "0.816", "const          1.5667", "x              0.8857"},
+			text:  []string{"OLS Regression Results", "R-squared:", "0.816", "const          1.5667", "x              0.8857"},
 			entry: []string{"Dep. Variable:", "No. Observations:"}},
 		{name: "scikit-learn estimator", code: `from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.linear_model import LogisticRegression
 make_pipeline(StandardScaler(), LogisticRegression(C=0.5, max_iter=200))`,
-			text: []string{"Pipeline(steps=[('standardscaler', StandardScaler()),", "LogisticRegression(C=0.5, max_iter=200)"},
+			text:  []string{"Pipeline(steps=[('standardscaler', StandardScaler()),", "LogisticRegression(C=0.5, max_iter=200)"},
 			entry: []string{"LogisticRegression(C=0.5, max_iter=200)"}},
 		{name: "bokeh", code: `from bokeh.plotting import figure, show
 from bokeh.io import output_notebook
@@ -243,7 +243,7 @@ sns.barplot(data=df, x="g", y="y"); plt.title("seaborn bars"); plt.show()`,
 			text: []string{`{"answer":42,"items":["a","b"]}`}, from: "application/json", entry: []string{`"answer":42`}},
 		{name: "print", code: `print("hello", 6 * 7)`, text: []string{"hello 42"}, stdout: "hello 42\n"},
 		{name: "exception", code: "def boom(n):\n    return n / 0\nboom(3)",
-			text: []string{"ZeroDivisionError on line 2: division by zero", "----> 3 boom(3)", "----> 2     return n / 0"},
+			text:   []string{"ZeroDivisionError on line 2: division by zero", "----> 3 boom(3)", "----> 2     return n / 0"},
 			status: "error", errName: "ZeroDivisionError"},
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"strings"
 )
 
