@@ -30,6 +30,12 @@ type chartSummary struct {
 		Name   string `json:"name"`
 		Points int    `json:"points"`
 	} `json:"series"`
+	Facet *struct {
+		Count int `json:"count"`
+	} `json:"facet"`
+	Subplots []struct {
+		Title string `json:"title"`
+	} `json:"subplots"`
 }
 
 // A Plotly figure and an Altair chart reach the model as what they show:

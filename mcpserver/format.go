@@ -70,10 +70,11 @@ type Display struct {
 	Text      string   `json:"text,omitempty"`
 	// TextFrom is the MIME type Text was made from when it is not
 	// text/plain: text/markdown or text/latex (their source),
-	// application/json (compacted), or text/html (its text, when the
-	// text/plain is only an object's repr). See outputtext.FromBundle.
+	// application/json (compacted), text/html (its text, when the
+	// text/plain is only an object's repr), image/svg+xml (an SVG's text)
+	// or a chart's MIME type. See outputtext.FromBundle.
 	TextFrom string `json:"text_from,omitempty"`
-	// Chart is the summary of a Plotly, Vega-Lite or Vega chart (kinds,
+	// Chart is the summary of a Plotly, Vega-Lite, Vega or Bokeh chart (kinds,
 	// title, axes, series); Text then says only how to draw it as an
 	// image, so that nothing is carried twice.
 	Chart *chartsummary.Summary `json:"chart,omitempty"`
@@ -316,17 +317,19 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 					slices.Sort(mimes)
 					out.Displays = append(out.Displays, Display{MimeTypes: mimes, Text: short, TextFrom: from, Chart: d.Chart, Resource: resource})
 				}
+				// The text/plain of a figure ("<Figure size 640x480 ...>")
+				// says nothing the image does not; text made from another
+				// type (sympy's LaTeX, an SVG's words) does, and comes first.
+				if plain != "" && (len(img) == 0 || from != "") {
+					text.WriteString(plain)
+					ensureNewline(&text)
+				}
 				if len(img) > 0 {
-					// The text/plain of a figure ("<Figure size 640x480 ...>")
-					// says nothing the image does not.
 					if text.Len() > 0 {
 						content = append(content, &mcp.TextContent{Text: text.String()})
 						text.Reset()
 					}
 					content = append(content, img...)
-				} else if plain != "" {
-					text.WriteString(plain)
-					ensureNewline(&text)
 				}
 			}
 		}

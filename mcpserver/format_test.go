@@ -206,3 +206,40 @@ func TestRenderRichText(t *testing.T) {
 		t.Errorf("structured content:\n got %+v result %q from %q\nwant %+v", out.Displays, out.Result, out.ResultFrom, want)
 	}
 }
+
+// Text made from a type other than text/plain stays next to the image of
+// the same output (sympy's LaTeX beside its PNG, before it); a figure's
+// text/plain repr does not.
+func TestRenderTextBesideImage(t *testing.T) {
+	data := func(kv ...string) map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		for i := 0; i < len(kv); i += 2 {
+			b, _ := json.Marshal(kv[i+1])
+			m[kv[i]] = b
+		}
+		return m
+	}
+	const png = "iVBORw0KGgo=" // the PNG signature: any bytes do here
+	res := &kernel.ExecuteResult{Status: "ok", Outputs: []kernel.Output{
+		{Type: kernel.OutputDisplayData, Data: data("text/plain", "<Figure size 640x480 with 1 Axes>", "image/png", png)},
+		{Type: kernel.OutputExecuteResult, Data: data("text/plain", " 2\nx ", "text/latex", `$\displaystyle x^{2}$`, "image/png", png)},
+	}}
+	out := RunOutput{Status: "ok"}
+	content := render(res, &out, 1000)
+	var kinds []string
+	for _, c := range content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			kinds = append(kinds, "text:"+c.Text)
+		case *mcp.ImageContent:
+			kinds = append(kinds, "image:"+c.MIMEType)
+		}
+	}
+	want := []string{"image:image/png", `text:$\displaystyle x^{2}$` + "\n", "image:image/png"}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("content %q, want %q", kinds, want)
+	}
+	if out.Result != `$\displaystyle x^{2}$` || out.ResultFrom != "text/latex" || out.Displays[0].Text != "<Figure size 640x480 with 1 Axes>" {
+		t.Errorf("structured: result %q from %q, displays %+v", out.Result, out.ResultFrom, out.Displays)
+	}
+}

@@ -32,6 +32,7 @@ const (
 	Latex    = "text/latex"
 	JSON     = "application/json"
 	HTML     = "text/html"
+	SVG      = "image/svg+xml"
 )
 
 // FromBundle returns the text a reader gets for one output bundle (the Data
@@ -41,10 +42,14 @@ const (
 //
 //   - a chart (Plotly, Vega-Lite, Vega, Altair's HTML): its summary and a
 //     line saying how to draw it as an image (see Describe);
-//   - text/markdown and text/latex: their source;
+//   - text/markdown: its source;
+//   - text/latex: its source, when it is math or the text/plain is not
+//     real (a LaTeX tabular reads worse than the text/plain table);
 //   - application/json: the JSON, compacted (numbers kept exactly as sent);
 //   - text/plain, unless it is empty or only an object's repr;
 //   - text/html: its text (see HTMLText), when it has any;
+//   - for an image: an SVG's text (see SVGText), else nothing when the
+//     text/plain is only a repr ("<IPython.core.display.SVG object>");
 //   - text/plain as it is, even a bare repr.
 //
 // It returns "", "" when the bundle has none of these (an image alone).
@@ -92,6 +97,12 @@ func Describe(data map[string]json.RawMessage) Description {
 		note := imageHint(s.Library)
 		return Description{Text: s.Text() + "\n" + note, From: mt, Chart: s, Note: note}
 	}
+	if docs, ok := bokehDocs(data); ok {
+		if s, err := chartsummary.SummarizeBokeh(docs); err == nil {
+			note := imageHint(s.Library)
+			return Description{Text: s.Text() + "\n" + note, From: BokehExec, Chart: s, Note: note}
+		}
+	}
 	t, mt := fromBundle(data)
 	return Description{Text: t, From: mt}
 }
@@ -126,17 +137,26 @@ func chartName(mime string) string {
 // imageHint says how the kernel itself can draw the chart as an image,
 // which reaches the reader like any figure.
 func imageHint(library string) string {
-	if library == "plotly" {
+	switch library {
+	case "bokeh":
+		return `[no image of this chart here: BokehJS draws it in a browser; bokeh.io.export_png draws one when selenium and a browser driver are installed in the kernel's environment]`
+	case "plotly":
 		return `[no image of this chart here; fig.show("png") draws one when kaleido is installed in the kernel's environment]`
 	}
 	return `[no image of this chart here; alt.renderers.enable("png") (Altair) draws one when vl-convert-python is installed in the kernel's environment]`
 }
 
 func fromBundle(data map[string]json.RawMessage) (text, mime string) {
-	for _, mt := range []string{Markdown, Latex} {
-		if s, ok := bundleString(data, mt); ok && strings.TrimSpace(s) != "" {
-			return s, mt
-		}
+	plain, hasPlain := bundleString(data, Plain)
+	if s, ok := bundleString(data, Markdown); ok && strings.TrimSpace(s) != "" {
+		return s, Markdown
+	}
+	// LaTeX math (sympy's "$\displaystyle …$") reads better than its
+	// pretty-printed text/plain; a LaTeX document fragment (statsmodels'
+	// summary as \begin{tabular}, pandas' to_latex) does not, when the
+	// text/plain is real.
+	if s, ok := bundleString(data, Latex); ok && strings.TrimSpace(s) != "" && (latexMath(s) || !hasPlain || UselessPlain(plain)) {
+		return s, Latex
 	}
 	if raw, ok := data[JSON]; ok {
 		var b bytes.Buffer
@@ -144,7 +164,6 @@ func fromBundle(data map[string]json.RawMessage) (text, mime string) {
 			return b.String(), JSON
 		}
 	}
-	plain, hasPlain := bundleString(data, Plain)
 	if hasPlain && !UselessPlain(plain) {
 		return plain, Plain
 	}
@@ -153,10 +172,44 @@ func fromBundle(data map[string]json.RawMessage) (text, mime string) {
 			return t, HTML
 		}
 	}
+	// An image's bare repr ("<IPython.core.display.SVG object>") says
+	// nothing the image does not: an SVG gives its text, others none.
+	if hasImage(data) {
+		if svg, ok := bundleString(data, SVG); ok {
+			if t := SVGText(svg); t != "" {
+				return t, SVG
+			}
+		}
+		if UselessPlain(plain) {
+			return "", ""
+		}
+	}
 	if hasPlain {
 		return plain, Plain
 	}
 	return "", ""
+}
+
+// latexMath reports whether a text/latex value is a formula (inline or
+// display math) rather than a document fragment such as a tabular.
+func latexMath(s string) bool {
+	s = strings.TrimSpace(s)
+	for _, p := range []string{"$", `\[`, `\(`, `\begin{equation`, `\begin{align`, `\begin{gather`, `\begin{math`, `\begin{displaymath`} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasImage reports whether a bundle holds an image.
+func hasImage(data map[string]json.RawMessage) bool {
+	for mt := range data {
+		if strings.HasPrefix(mt, "image/") {
+			return true
+		}
+	}
+	return false
 }
 
 // reprRE matches Python's default repr of an object, which names its

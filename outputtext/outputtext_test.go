@@ -63,6 +63,41 @@ func TestFromBundle(t *testing.T) {
 			want: `$\displaystyle \alpha^{2}$`, mime: Latex,
 		},
 		{
+			name: "text/plain over a LaTeX tabular (statsmodels summary)",
+			data: bundle("text/plain", "  OLS Regression Results\n  R-squared: 0.816", "text/latex", "\\begin{center}\n\\begin{tabular}{lclc}\n\\textbf{R-squared:} & 0.816 \\\\\n\\end{tabular}\n\\end{center}", "text/html", "<table><tr><td>R-squared:</td><td>0.816</td></tr></table>"),
+			want: "  OLS Regression Results\n  R-squared: 0.816", mime: Plain,
+		},
+		{
+			name: "LaTeX tabular over a bare repr",
+			data: bundle("text/plain", "<Foo object at 0x7f00>", "text/latex", "\\begin{tabular}{l}x\\end{tabular}"),
+			want: "\\begin{tabular}{l}x\\end{tabular}", mime: Latex,
+		},
+		{
+			name: "display math over a real text/plain",
+			data: bundle("text/plain", "x = 1", "text/latex", "\\[ x = 1 \\]"),
+			want: "\\[ x = 1 \\]", mime: Latex,
+		},
+		{
+			name: "svg: its text for a bare repr",
+			data: bundle("text/plain", "<IPython.core.display.SVG object>", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg"><title>Sales</title><rect width="6"/><text x="5" y="40">hello <tspan>svg</tspan></text><text>	 2024 </text></svg>`),
+			want: "Sales\nhello svg\n2024", mime: SVG,
+		},
+		{
+			name: "svg without text: no repr",
+			data: bundle("text/plain", "<IPython.core.display.SVG object>", "image/svg+xml", `<svg><path d="M0 0"/><!-- a title --></svg>`),
+			want: "", mime: "",
+		},
+		{
+			name: "png: no repr",
+			data: bundle("text/plain", "<IPython.core.display.Image object>", "image/png", "iVBORw0KGgo="),
+			want: "", mime: "",
+		},
+		{
+			name: "figure: its text/plain kept",
+			data: bundle("text/plain", "<Figure size 640x480 with 1 Axes>", "image/svg+xml", `<svg><path d="M0 0"/></svg>`),
+			want: "<Figure size 640x480 with 1 Axes>", mime: Plain,
+		},
+		{
 			name: "json compact with exact numbers",
 			data: bundle("application/json", json.RawMessage("{\n  \"big\": 123456789012345678901234567890,\n  \"f\": 0.1000000000000000055511151231257827,\n  \"s\": \"a b\",\n  \"l\": [1, 2]\n}")),
 			want: `{"big":123456789012345678901234567890,"f":0.1000000000000000055511151231257827,"s":"a b","l":[1,2]}`, mime: JSON,

@@ -70,7 +70,8 @@ var ErrUnsupported = errors.New("not a chart MIME type")
 
 // Summary describes one chart. Fields that do not apply are left empty.
 type Summary struct {
-	// Library is "plotly", "vega-lite" or "vega".
+	// Library is "plotly", "vega-lite", "vega" or "bokeh" (see
+	// SummarizeBokeh).
 	Library string `json:"library"`
 	// Kinds are the trace types or marks, in order of first use ("scatter",
 	// "line", "bar", …); a Plotly scatter drawn only with lines is "line".

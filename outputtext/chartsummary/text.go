@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-var libraryNames = map[string]string{"plotly": "Plotly", "vega-lite": "Vega-Lite", "vega": "Vega"}
+var libraryNames = map[string]string{"plotly": "Plotly", "vega-lite": "Vega-Lite", "vega": "Vega", "bokeh": "Bokeh"}
 
 // Text renders the summary in one line of at most MaxTextRunes runes, e.g.
 //
