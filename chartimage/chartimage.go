@@ -60,19 +60,24 @@ const (
 
 // KindOf is the Kind of an output's MIME type: Plotly's
 // application/vnd.plotly.v1+json, any application/vnd.vegalite.v*+json or
-// application/vnd.vega.v*+json, and image/svg+xml.
+// application/vnd.vega.v*+json (or .json), and image/svg+xml.
 func KindOf(mime string) (Kind, bool) {
 	switch {
 	case mime == "application/vnd.plotly.v1+json":
 		return Plotly, true
-	case strings.HasPrefix(mime, "application/vnd.vegalite.v") && strings.HasSuffix(mime, "+json"):
+	case strings.HasPrefix(mime, "application/vnd.vegalite.v") && isJSONType(mime):
 		return VegaLite, true
-	case strings.HasPrefix(mime, "application/vnd.vega.v") && strings.HasSuffix(mime, "+json"):
+	case strings.HasPrefix(mime, "application/vnd.vega.v") && isJSONType(mime):
 		return Vega, true
 	case mime == "image/svg+xml":
 		return SVG, true
 	}
 	return "", false
+}
+
+// isJSONType: Altair 6 names its Vega-Lite type ".v6.json", not "+json".
+func isJSONType(mime string) bool {
+	return strings.HasSuffix(mime, "+json") || strings.HasSuffix(mime, ".json")
 }
 
 // Options configure a Renderer. The zero value finds a browser and uses the

@@ -18,6 +18,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/kernel-mcp/kernel-mcp/chartimage"
 	"io"
 	"log/slog"
 	"os"
@@ -93,6 +94,12 @@ type Config struct {
 	// process: Create then refuses a connection file, whose path could
 	// name another user's kernel or files.
 	MultiUser bool
+	// ChartBrowser is the Chrome, Chromium or Edge that draws charts and
+	// SVG as PNG images for the model (flag --browser); "" finds one on
+	// the machine, NoChartBrowser turns chart images off. ChartTimeout
+	// bounds one image (default 20 s).
+	ChartBrowser string
+	ChartTimeout time.Duration
 	// SharedLimit, when set, bounds the running kernels of every engine
 	// that shares it (one per user): MaxSessions is then each engine's own
 	// limit. See NewKernelLimit.
@@ -143,6 +150,9 @@ type Engine struct {
 	// allowedPythons are the interpreters a session may name under the
 	// sandbox, fixed at start (interpreters.go).
 	allowedPythons []string
+	// charts draws charts as images for the model (chartimages.go); nil
+	// when they are turned off.
+	charts *chartimage.Renderer
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -172,6 +182,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	s.initAllowedPythons()
+	s.charts = s.newChartRenderer()
 	if err := s.restore(); err != nil {
 		cancel()
 		return nil, err
@@ -217,6 +228,9 @@ func (s *Engine) Close() error {
 	s.closeStores(sessions)
 	s.pool.close()
 	s.idleStops.Wait()
+	if s.charts != nil {
+		s.charts.Close()
+	}
 	if s.tempWorkDir {
 		os.RemoveAll(s.workDir)
 	}

@@ -41,11 +41,13 @@ type chartSummary struct {
 // A Plotly figure and an Altair chart reach the model as what they show:
 // a summary (kind, title, axes, series with their points) and a line
 // saying how the kernel can draw an image, in the text and, as JSON, in
-// the structured content; never "(no output)" or "alt.Chart(...)".
+// the structured content; never "(no output)" or "alt.Chart(...)". The
+// server here has no browser to draw them (--browser none); the corpus
+// test (corpus_test.go) has the images.
 func TestChartsReachTheModelAsSummaries(t *testing.T) {
 	t.Parallel()
 	requirePython(t, "plotly", "altair", "pandas", "nbformat")
-	s := startServer(t)
+	s := startServer(t, "--browser", "none")
 	s.run("c", `import pandas as pd
 df = pd.DataFrame({"x": [1, 2, 3, 4, 5, 6], "y": [2.5, 4, 3, 5, 7, 6.5], "g": ["a", "a", "a", "b", "b", "b"]})`)
 

@@ -15,11 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// chartImagesLanded turns on the assertions that a chart (Plotly,
-// Altair/Vega-Lite, SVG) also reaches the model as a PNG drawn on the
-// server (package chartimage). Flip it when that renderer is on main.
-const chartImagesLanded = false
-
 // corpusOutput is what the corpus reads of run_code's structured content.
 type corpusOutput struct {
 	Status      string        `json:"status"`
@@ -87,7 +82,8 @@ type corpusCase struct {
 	chart *wantChart
 	// image: a PNG image content (matplotlib, seaborn, sympy).
 	image bool
-	// chartImage: a PNG of the chart, once chartImagesLanded.
+	// chartImage: a PNG of the chart (Plotly, Altair/Vega-Lite, SVG)
+	// drawn by the server (package chartimage), not blank.
 	chartImage bool
 	// status, stdout and error: what else the run says ("" status: ok).
 	status, stdout, errName string
@@ -105,6 +101,7 @@ var reprRE = regexp.MustCompile(`<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>|<[\w.]+ 
 func TestOutputCorpus(t *testing.T) {
 	requirePython(t, "pandas", "numpy", "matplotlib", "plotly", "altair", "ipywidgets", "tqdm",
 		"statsmodels", "nbformat", "bokeh", "seaborn", "polars", "sympy", "sklearn")
+	requireChartBrowser(t)
 	s := startServer(t)
 	setup := `import numpy as np, pandas as pd
 from IPython.display import display, Markdown, Latex, HTML, JSON, SVG
@@ -175,13 +172,13 @@ display({"application/vnd.vegalite.v5+json": spec, "text/plain": "<VegaLite 5 ob
 		{name: "latex", code: `display(Latex(r"$E = mc^2$"))`,
 			text: []string{"$E = mc^2$"}, from: "text/latex", entry: []string{"$E = mc^2$"}, mime: "text/latex"},
 		{name: "svg", code: `SVG('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="50"><rect width="60" height="30" fill="red"/><text x="5" y="45">hello svg</text></svg>')`,
-			text: []string{"hello svg", "image/svg+xml"}, from: "image/svg+xml", entry: []string{"hello svg"}, chartImage: true},
+			text: []string{"hello svg"}, from: "image/svg+xml", entry: []string{"hello svg"}, chartImage: true},
 		{name: "matplotlib svg", code: `import matplotlib.pyplot as plt
 from matplotlib_inline.backend_inline import set_matplotlib_formats
 set_matplotlib_formats("svg")
 plt.plot([1, 2, 3], [3, 1, 2]); plt.title("svg plot"); plt.show()
 set_matplotlib_formats("png")`,
-			text: []string{"image/svg+xml", "session://corpus/outputs/"}, entry: []string{"<Figure size 640x480 with 1 Axes>"}, mime: "image/svg+xml", chartImage: true},
+			entry: []string{"<Figure size 640x480 with 1 Axes>"}, mime: "image/svg+xml", chartImage: true},
 		{name: "sympy", code: `import sympy as sp
 sp.init_printing()
 x = sp.symbols("x")
@@ -314,7 +311,7 @@ func checkCorpusCase(t *testing.T, c corpusCase, res *mcp.CallToolResult, out co
 			t.Errorf("no image/png content; content: %s", contentKinds(res))
 		}
 	}
-	if c.chartImage && chartImagesLanded {
+	if c.chartImage {
 		wantChartImage(t, res)
 	}
 }

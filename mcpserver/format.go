@@ -299,8 +299,25 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 				var (
 					img      []mcp.Content
 					resource string
+					drawn    bool
 				)
+				if pol != nil && pol.modelImage != nil {
+					// A chart or an SVG, drawn as a PNG for the model.
+					if png, ok, err := pol.modelImage(o); ok {
+						if err == nil {
+							img, resource, drawn = renderImage(pol, "image/png", png)
+						}
+						if d.Chart != nil {
+							var t string
+							t, short = engine.ChartText(d, err)
+							plain = history.PlainText(t)
+						}
+					}
+				}
 				for _, mt := range engine.ImageTypes {
+					if drawn {
+						break
+					}
 					if data, ok := engine.ImageData(o, mt); ok {
 						if img, resource, ok = renderImage(pol, mt, data); ok {
 							break

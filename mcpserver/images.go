@@ -33,6 +33,9 @@ type imagePolicy struct {
 	// widgetText renders a widget view from the kernel's widget state
 	// (engine.Session.WidgetText); nil leaves a view its text/plain.
 	widgetText func(kernel.Output) (string, bool)
+	// modelImage draws a chart or an SVG as a PNG
+	// (engine.Session.ModelImage); nil draws none.
+	modelImage func(kernel.Output) ([]byte, bool, error)
 }
 
 // renderFor renders a run of session ss: each image is kept in the session
@@ -47,6 +50,7 @@ func (s *Server) renderFor(ss *engine.Session, res *kernel.ExecuteResult, out *R
 		session:    ss.ID(),
 		store:      func() *engine.ImageStore { return ss.Images(true) },
 		widgetText: ss.WidgetText,
+		modelImage: func(o kernel.Output) ([]byte, bool, error) { return ss.ModelImage(context.Background(), o) },
 	}, shown)
 }
 

@@ -52,6 +52,10 @@ type Config struct {
 	// MemoryLimit, when > 0, caps each kernel's address space (RLIMIT_AS)
 	// at that many bytes. Linux only: elsewhere kernels fail to start.
 	MemoryLimit int64
+	// ChartBrowser is engine.Config.ChartBrowser: the browser that draws
+	// charts as images ("" finds one, "none" draws none).
+	ChartBrowser string
+	ChartTimeout time.Duration
 	// MaxMessageSize is the largest message a kernel may send (see
 	// engine.Config.MaxMessageSize); 0 means the default.
 	MaxMessageSize int64
@@ -205,7 +209,7 @@ func (c Config) engineConfig() engine.Config {
 		InterruptGrace: c.InterruptGrace, StartTimeout: c.StartTimeout, MemoryLimit: c.MemoryLimit, MaxMessageSize: c.MaxMessageSize,
 		MaxSessions: c.MaxSessions, IdleTimeout: c.IdleTimeout, PoolSize: c.PoolSize, StateDir: c.StateDir, WorkDir: c.WorkDir,
 		GatewayURL: c.GatewayURL, GatewayToken: c.GatewayToken, Logger: c.Logger, Sandbox: c.Sandbox,
-		MultiUser: c.MultiUser, SharedLimit: c.SharedLimit,
+		MultiUser: c.MultiUser, SharedLimit: c.SharedLimit, ChartBrowser: c.ChartBrowser, ChartTimeout: c.ChartTimeout,
 	}
 }
 

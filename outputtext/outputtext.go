@@ -72,6 +72,9 @@ type Description struct {
 	// Note is, for a chart, the line of Text after its summary: how the
 	// kernel can draw it as an image.
 	Note string
+	// Spec is, for a Plotly, Vega-Lite or Vega chart, its spec (From says
+	// which), for a renderer to draw; nil for anything else.
+	Spec json.RawMessage
 }
 
 // Describe is FromBundle with the chart summary kept. A chart (Plotly,
@@ -95,7 +98,7 @@ func Describe(data map[string]json.RawMessage) Description {
 			return Description{Text: "[" + chartName(mt) + " chart that could not be read: " + err.Error() + "]", From: mt}
 		}
 		note := imageHint(s.Library)
-		return Description{Text: s.Text() + "\n" + note, From: mt, Chart: s, Note: note}
+		return Description{Text: s.Text() + "\n" + note, From: mt, Chart: s, Note: note, Spec: spec}
 	}
 	if docs, ok := bokehDocs(data); ok {
 		if s, err := chartsummary.SummarizeBokeh(docs); err == nil {

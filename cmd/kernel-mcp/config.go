@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -54,6 +55,8 @@ type config struct {
 	MaxSessions    int           // sessions with a running kernel; 0: unlimited
 	PoolSize       int           // warm kernels kept per kind; 0: none
 	MaxInlineImage int64         // bytes of base64 an inline image may have
+	Browser        string        // draws charts as images; "": find one; "none": none
+	ChartTimeout   time.Duration // bounds one chart image
 	ImageMode      string        // inline or link
 	Tools          []string      // tools to offer; nil: all
 	IdleTimeout    time.Duration // 0: never stop idle kernels
@@ -239,6 +242,22 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			return config{}, invalid("memory-limit", v, "a memory limit is only supported on Linux (use 0 or leave it unset)")
 		}
 		cfg.MemoryLimit = n
+	}
+
+	cfg.Browser = get("browser")
+	if v := cfg.Browser; v != "" && v != "none" {
+		if _, err := exec.LookPath(v); err != nil {
+			return config{}, invalid("browser", v, "want the path of a Chrome, Chromium or Edge that can be run (or 'none'): "+err.Error())
+		}
+	}
+
+	cfg.ChartTimeout = 20 * time.Second
+	if v := get("chart-timeout"); v != "" {
+		d, err := parseSeconds(v)
+		if err != nil || d <= 0 {
+			return config{}, invalid("chart-timeout", v, "want a positive number of seconds, such as 20 or 2.5")
+		}
+		cfg.ChartTimeout = d
 	}
 
 	cfg.MaxMessageSize = kernel.DefaultMaxMessageSize

@@ -47,6 +47,7 @@ func defaults() config {
 		MaxWait:           45 * time.Second,
 		ClientIdleTimeout: 30 * time.Minute,
 		MaxMessageSize:    256 << 20,
+		ChartTimeout:      20 * time.Second,
 		PoolSize:          1,
 		MaxInlineImage:    1 << 20,
 		ImageMode:         "inline",

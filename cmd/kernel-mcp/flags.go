@@ -42,6 +42,8 @@ var settings = []setting{
 	{"max-message-size", "KERNEL_MCP_MAX_MESSAGE_SIZE", "256M", "largest message a kernel may send, in bytes (K, M, G suffixes; at least 1M); a kernel that announces more is stopped, which costs its own session's variables and nothing else"},
 	{"max-sessions", "KERNEL_MCP_MAX_SESSIONS", "0", "most sessions with a running kernel at once; 0 means unlimited"},
 	{"pool-size", "KERNEL_MCP_POOL_SIZE", "1", "started, idle kernels kept ready per kind of kernel, so a new session or a reset takes milliseconds; 0 turns the pool off"},
+	{"browser", "KERNEL_MCP_BROWSER", "a Chrome, Chromium or Edge found on the machine", "browser that draws Plotly, Vega-Lite and Vega charts and SVG as PNG images for the model (started on the first chart, with no network; confined like the kernels under --sandbox); 'none' draws none: charts then reach the model as their summary"},
+	{"chart-timeout", "KERNEL_MCP_CHART_TIMEOUT", "20", "seconds one chart image may take to draw (fractions allowed); past it the browser is stopped and the chart reaches the model as its summary and a line saying why"},
 	{"max-inline-image", "KERNEL_MCP_MAX_INLINE_IMAGE", "1M", "largest image put inline in a result, in bytes after base64 encoding (K, M suffixes); a larger one is downscaled for the inline copy and kept whole as a session://{id}/outputs/{n} resource"},
 	{"image-mode", "KERNEL_MCP_IMAGE_MODE", "inline", "inline: images come back in results (downscaled past --max-inline-image); link: only as resource links"},
 	{"tools", "KERNEL_MCP_TOOLS", "all", toolsHelp()},
