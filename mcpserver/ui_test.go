@@ -57,6 +57,18 @@ func TestUIBundleFresh(t *testing.T) {
 				name, len(embedded), len(fresh))
 		}
 	}
+	// The page the chart renderer draws in (chartimage embeds it).
+	fresh, err := os.ReadFile(filepath.Join(dir, "render.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile(filepath.Join("..", "chartimage", "page", "render.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fresh, committed) {
+		t.Errorf("chartimage/page/render.html differs from a fresh build of ui/ (%d bytes committed, %d built): run cd ui && npm ci && npm run build, and commit the result", len(committed), len(fresh))
+	}
 }
 
 // TestUIScripts runs the views' own tests (ui/test, in jsdom): the
