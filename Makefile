@@ -136,7 +136,9 @@ bench:
 # of each result's content and structured content, against the numbers
 # measured before the results were trimmed (bench/context/before.json). Not
 # part of `make test`. Another binary: make context KERNEL_MCP_BIN=path;
-# CONTEXT_ARGS="--json out.json" keeps the figures. See docs/context.md.
+# CONTEXT_ARGS="--json out.json" keeps the figures; CONTEXT_ARGS="--compare
+# bench/context/before.json --charts" adds three charts (Plotly, Altair,
+# matplotlib), reported apart. See docs/context.md.
 CONTEXT_VENV ?= $(HOME)/.cache/kernel-mcp/venv-context
 CONTEXT_BIN := $(or $(KERNEL_MCP_BIN),bin/kernel-mcp)
 CONTEXT_ARGS ?= --compare bench/context/before.json

@@ -9,16 +9,19 @@ information its result must carry, read from whichever of content or
 structured content carries it, so the same script checks that a leaner result
 lost nothing.
 
-    python context.py [--bin PATH] [--json OUT] [--compare BEFORE.json]
+    python context.py [--bin PATH] [--json OUT] [--compare BEFORE.json] [--charts]
 
 The binary is --bin, else $KERNEL_MCP_BIN, else bin/kernel-mcp. The kernel's
 Python is $PYTHON_MCP_INTERPRETER, else python3 on PATH (it needs ipykernel,
-pandas, matplotlib and statsmodels). `make context` builds the binary, makes
+pandas, matplotlib and statsmodels; --charts, plotly and altair too). --charts
+adds, after the analysis and reported apart from it, a Plotly Express
+scatter, an Altair chart and a matplotlib plot. `make context` builds the binary, makes
 the SDK's virtualenv and runs this; see docs/context.md.
 """
 
 import argparse
 import asyncio
+import base64
 import datetime
 import json
 import os
@@ -204,6 +207,7 @@ class Run:
         res = await self.client.call_tool(tool, args, read_timeout_seconds=300)
         text = sum(len(t) for t in texts(res))
         img = sum(len(i.data) for i in images(res))
+        img_bytes = sum(len(base64.b64decode(i.data)) for i in images(res))
         sc = 0
         if res.structured_content is not None:
             sc = len(json.dumps(res.structured_content, ensure_ascii=False, separators=(",", ":")))
@@ -222,8 +226,8 @@ class Run:
                     failed.append(what)
         except Exception as e:  # a result of an unexpected shape
             failed.append(f"the assertions raised {e!r}")
-        self.rows.append({"call": label, "tool": tool, "text": text, "images": img, "structured": sc,
-                          "other": other, "is_error": bool(res.is_error), "failed": failed})
+        self.rows.append({"call": label, "tool": tool, "text": text, "images": img, "image_bytes": img_bytes,
+                          "structured": sc, "other": other, "is_error": bool(res.is_error), "failed": failed})
         for what in failed:
             self.failures.append(f"{label}: {what}")
         return res
@@ -391,6 +395,37 @@ async def script(client, work, cols, python, dump):
     return r
 
 
+# The chart calls (--charts), run after the fixed analysis on the same
+# session: what a chart costs in text and structured content besides its
+# image, a Plotly and an Altair chart (drawn by the server) against a
+# matplotlib figure (the kernel's own PNG).
+CHART_CALLS = [
+    ("run_code: Plotly Express scatter", (
+        'import plotly.express as px\n'
+        'px.scatter(df, x="units", y="revenue", color="region", title="Revenue by units")'),
+     ["Revenue by units", "units", "revenue"]),
+    ("run_code: Altair bar chart", (
+        'import altair as alt\n'
+        'alt.Chart(df).mark_bar().encode(x="region:N", y="sum(revenue):Q").properties(title="Revenue by region")'),
+     ["Revenue by region", "region", "revenue"]),
+    ("run_code: matplotlib scatter", (
+        'import matplotlib.pyplot as plt\n'
+        'ax = df.plot.scatter(x="units", y="revenue", figsize=(6, 4), title="Revenue by units (matplotlib)")\n'
+        'plt.show()'),
+     []),
+]
+
+
+async def chart_script(client, dump):
+    r = Run(client, dump)
+    for label, code, words in CHART_CALLS:
+        await r.call(label, "run_code", {"code": code}, lambda res, words=words: [
+            ("not an error", not res.is_error),
+            ("a PNG image", any(i.mime_type == "image/png" and len(i.data) > 1000 for i in images(res))),
+        ] + [(f"the chart's {w!r}", w in haystack(res)) for w in words])
+    return r
+
+
 def notebook_ok(path):
     try:
         with open(path) as f:
@@ -422,7 +457,7 @@ def tools_chars(listed):
     return len(tools), len(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
 
 
-async def measure(binary, python, dump=None):
+async def measure(binary, python, dump=None, charts=False):
     work = os.path.realpath(tempfile.mkdtemp(prefix="kmctx-"))
     try:
         cols = make_data(os.path.join(work, "sales.csv"))
@@ -432,9 +467,14 @@ async def measure(binary, python, dump=None):
             n, chars = tools_chars(await client.list_tools())
             instructions = len(client.instructions or "")
             r = await script(client, work, cols, python, dump)
-        return {"binary": binary, "tools": n, "tools_list": chars, "tools_minimal": n_min,
-                "tools_list_minimal": minimal, "instructions": instructions,
-                "calls": r.rows, "failures": r.failures}
+            m = {"binary": binary, "tools": n, "tools_list": chars, "tools_minimal": n_min,
+                 "tools_list_minimal": minimal, "instructions": instructions,
+                 "calls": r.rows, "failures": r.failures}
+            if charts:
+                c = await chart_script(client, dump)
+                m["chart_calls"] = c.rows
+                m["failures"] += c.failures
+        return m
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -535,6 +575,18 @@ def report(m, before=None):
     return "\n".join(out)
 
 
+def chart_report(m):
+    """The chart calls' table (--charts), apart from the fixed analysis."""
+    out = ["", "Charts, after the analysis on the same session (not in the totals above). Characters; "
+           "images as base64 characters and as the PNG's bytes.\n",
+           "| | text | structured | text + structured | image (base64) | image (bytes) |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for c in m["chart_calls"]:
+        out.append(f"| {c['call']} | {fmt(c['text'])} | {fmt(c['structured'])} | "
+                   f"{fmt(c['text'] + c['structured'])} | {fmt(c['images'])} | {fmt(c['image_bytes'])} |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.environ.get("KERNEL_MCP_BIN") or "bin/kernel-mcp")
@@ -543,6 +595,8 @@ def main():
     ap.add_argument("--json", help="write the measurement to this file")
     ap.add_argument("--dump", help="write every call and its whole result to this file (JSON lines)")
     ap.add_argument("--compare", help="a --json file of an earlier run: report before and after")
+    ap.add_argument("--charts", action="store_true",
+                    help="after the analysis, run a Plotly, an Altair and a matplotlib chart and report them apart")
     a = ap.parse_args()
     binary = os.path.abspath(a.bin)
     if not os.access(binary, os.X_OK):
@@ -556,7 +610,7 @@ def main():
         [binary, "--version"], capture_output=True, text=True).stdout.strip())
     dump = open(a.dump, "w") if a.dump else None
     try:
-        m = asyncio.run(measure(binary, python, dump))
+        m = asyncio.run(measure(binary, python, dump, a.charts))
         m["binary"] = label
     finally:
         if dump:
@@ -570,6 +624,8 @@ def main():
         with open(a.compare) as f:
             before = json.load(f)
     print(report(m, before))
+    if "chart_calls" in m:
+        print(chart_report(m))
     sys.exit(1 if m["failures"] else 0)
 
 
