@@ -63,13 +63,14 @@ func (s *Engine) ChartImageInfo() (browser string, why error) {
 	return s.charts.Browser(), nil
 }
 
-// ModelImage returns the PNG a model gets for output o when o has no
-// raster image: its chart (Plotly, Vega-Lite, Vega, Altair's HTML) drawn,
+// ModelImage returns the PNG a model gets for output o, whose description
+// is d (outputtext.Describe(o.Data), which the caller has made for the
+// text), when o has no raster image: its chart (Plotly, Vega-Lite, Vega, Altair's HTML) drawn,
 // or its SVG rasterised. ok is false when o has neither (nothing to
 // draw); err, with ok, says why no image could be made (no browser, a
 // chart past its time, a crash), in words for the reader. The record of
 // the run is not touched: this is the model's view only.
-func (ss *Session) ModelImage(ctx context.Context, o kernel.Output) (png []byte, ok bool, err error) {
+func (ss *Session) ModelImage(ctx context.Context, o kernel.Output, d outputtext.Description) (png []byte, ok bool, err error) {
 	if o.Type != kernel.OutputExecuteResult && o.Type != kernel.OutputDisplayData {
 		return nil, false, nil
 	}
@@ -81,7 +82,7 @@ func (ss *Session) ModelImage(ctx context.Context, o kernel.Output) (png []byte,
 	kind, spec := chartimage.Kind(""), []byte(nil)
 	if svg, has := ImageData(o, SVGType); has {
 		kind, spec = chartimage.SVG, svg
-	} else if d := outputtext.Describe(o.Data); d.Spec != nil {
+	} else if d.Spec != nil {
 		k, known := chartimage.KindOf(d.From)
 		if !known {
 			return nil, false, nil

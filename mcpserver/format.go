@@ -303,7 +303,7 @@ func renderWith(res *kernel.ExecuteResult, out *RunOutput, limit int, pol *image
 				)
 				if pol != nil && pol.modelImage != nil {
 					// A chart or an SVG, drawn as a PNG for the model.
-					if png, ok, err := pol.modelImage(o); ok {
+					if png, ok, err := pol.modelImage(o, d); ok {
 						if err == nil {
 							img, resource, drawn = renderImage(pol, "image/png", png)
 						}

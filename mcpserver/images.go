@@ -12,6 +12,7 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/internal/imgscale"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/kernel-mcp/kernel-mcp/outputtext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,7 +36,7 @@ type imagePolicy struct {
 	widgetText func(kernel.Output) (string, bool)
 	// modelImage draws a chart or an SVG as a PNG
 	// (engine.Session.ModelImage); nil draws none.
-	modelImage func(kernel.Output) ([]byte, bool, error)
+	modelImage func(kernel.Output, outputtext.Description) ([]byte, bool, error)
 }
 
 // renderFor renders a run of session ss: each image is kept in the session
@@ -50,7 +51,9 @@ func (s *Server) renderFor(ss *engine.Session, res *kernel.ExecuteResult, out *R
 		session:    ss.ID(),
 		store:      func() *engine.ImageStore { return ss.Images(true) },
 		widgetText: ss.WidgetText,
-		modelImage: func(o kernel.Output) ([]byte, bool, error) { return ss.ModelImage(context.Background(), o) },
+		modelImage: func(o kernel.Output, d outputtext.Description) ([]byte, bool, error) {
+			return ss.ModelImage(context.Background(), o, d)
+		},
 	}, shown)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/kernel-mcp/kernel-mcp/outputtext"
 )
 
 // BenchmarkRenderNonChart renders a result that holds no chart (a print
@@ -42,7 +43,9 @@ func BenchmarkRenderNonChart(b *testing.B) {
 			widgetText: ss.WidgetText,
 		}
 		if withImages {
-			p.modelImage = func(o kernel.Output) ([]byte, bool, error) { return ss.ModelImage(context.Background(), o) }
+			p.modelImage = func(o kernel.Output, d outputtext.Description) ([]byte, bool, error) {
+				return ss.ModelImage(context.Background(), o, d)
+			}
 		}
 		return p
 	}
