@@ -101,6 +101,9 @@ type Options struct {
 	Tabs int
 	// HeapMB bounds each tab's JavaScript heap; default 512.
 	HeapMB int
+	// IdleTimeout stops the browser after that long without a chart, to
+	// give its memory back (the next chart starts another); default 5 min.
+	IdleTimeout time.Duration
 }
 
 func (o *Options) defaults() {
@@ -119,7 +122,14 @@ func (o *Options) defaults() {
 	if o.HeapMB <= 0 {
 		o.HeapMB = 512
 	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 5 * time.Minute
+	}
 }
+
+// bigSpec is the spec size past which a tab is closed after its image,
+// rather than kept warm with the heap the chart grew.
+const bigSpec = 1 << 20
 
 // Errors a render can end with besides a chart's own.
 var (
@@ -140,6 +150,10 @@ type Renderer struct {
 	mu     sync.Mutex
 	br     *browser // nil until the first image, and after a browser is discarded
 	closed bool
+	idle   *time.Timer // stops the browser after Options.IdleTimeout without a chart
+	// stops counts browsers being stopped outside a render (idle, gone);
+	// Close waits for them.
+	stops sync.WaitGroup
 }
 
 // New returns a Renderer; it starts no browser until the first image.
@@ -181,10 +195,14 @@ func (r *Renderer) Close() error {
 	r.mu.Lock()
 	br := r.br
 	r.br, r.closed = nil, true
+	if r.idle != nil {
+		r.idle.Stop()
+	}
 	r.mu.Unlock()
 	if br != nil {
 		br.stop()
 	}
+	r.stops.Wait()
 	return nil
 }
 
@@ -223,7 +241,10 @@ func (r *Renderer) render(ctx context.Context, expr string) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("no tab of the chart renderer came free: %w", ctx.Err())
 	}
-	defer func() { <-r.slots }()
+	defer func() {
+		<-r.slots
+		r.armIdle()
+	}()
 
 	for attempt := 0; ; attempt++ {
 		png, retry, err := r.renderOnce(ctx, expr)
@@ -260,7 +281,12 @@ func (r *Renderer) renderOnce(ctx context.Context, expr string) (png []byte, ret
 	var exc *chromedp.ExceptionError
 	switch {
 	case err == nil:
-		br.put(t)
+		if len(expr) > bigSpec {
+			// A tab keeps the heap a large chart grew: it goes.
+			t.close()
+		} else {
+			br.put(t)
+		}
 		png, err := decodeDataURL(url)
 		return png, false, err
 	case errors.As(err, &exc):
@@ -315,6 +341,35 @@ func decodeDataURL(u string) ([]byte, error) {
 	return base64.StdEncoding.DecodeString(b64)
 }
 
+// armIdle (re)starts the idle timer after a render.
+func (r *Renderer) armIdle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if r.idle != nil {
+		r.idle.Stop()
+	}
+	r.idle = time.AfterFunc(r.o.IdleTimeout, r.stopIdle)
+}
+
+// stopIdle stops the browser when no render is in flight (one that is
+// re-arms the timer when it ends).
+func (r *Renderer) stopIdle() {
+	r.mu.Lock()
+	br := r.br
+	if len(r.slots) > 0 || br == nil {
+		r.mu.Unlock()
+		return
+	}
+	r.br = nil
+	r.stops.Add(1)
+	r.mu.Unlock()
+	defer r.stops.Done()
+	br.stop()
+}
+
 // browser returns the running browser, starting one if there is none.
 func (r *Renderer) browser(ctx context.Context) (*browser, error) {
 	r.mu.Lock()
@@ -326,7 +381,7 @@ func (r *Renderer) browser(ctx context.Context) (*browser, error) {
 		return r.br, nil
 	}
 	if r.br != nil {
-		go r.br.stop()
+		r.stops.Go(r.br.stop)
 		r.br = nil
 	}
 	br, err := startBrowser(ctx, r.path, r.o)

@@ -148,3 +148,23 @@ func TestRenderOutOfMemory(t *testing.T) {
 		t.Errorf("the image after: %v", err)
 	}
 }
+
+// After IdleTimeout without a chart the browser stops, giving its memory
+// back; the next chart starts another.
+func TestRenderIdleStop(t *testing.T) {
+	r := newRenderer(t, Options{IdleTimeout: 300 * time.Millisecond})
+	if _, err := r.Render(context.Background(), SVG, []byte(svgDoc)); err != nil {
+		t.Fatal(err)
+	}
+	p := browserProcess(t, r)
+	deadline := time.Now().Add(30 * time.Second)
+	for processAlive(p.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle browser did not stop")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := r.Render(context.Background(), SVG, []byte(svgDoc)); err != nil {
+		t.Errorf("the chart after the idle stop: %v", err)
+	}
+}
