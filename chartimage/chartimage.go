@@ -428,6 +428,10 @@ func startBrowser(ctx context.Context, path string, o Options) (*browser, error)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(dataDir),
+		// Chrome's shared-memory files (disable-dev-shm-usage puts them
+		// in the temporary folder) stay in the profile, which stop
+		// removes, even when the browser is killed.
+		chromedp.Env("TMPDIR="+dataDir),
 		chromedp.DisableGPU,
 		// No network: a proxy that is not there for every host, loopback
 		// too, and a resolver that finds no host.

@@ -3,8 +3,6 @@ package chartimage
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -12,22 +10,33 @@ import (
 
 // TestMain fails the package when a test leaves a goroutine or a browser
 // profile folder behind (every Renderer is closed by its test's Cleanup).
+// The profiles go in a temporary folder of the package's own, since other
+// packages' tests start browsers at the same time.
 func TestMain(m *testing.M) {
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "kernel-mcp-chart-*"))
-	code := m.Run()
-	if code != 0 {
-		os.Exit(code)
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "chartimage-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	os.Setenv("TMPDIR", tmp)
+	if code := m.Run(); code != 0 {
+		return code
 	}
 	if err := goleak.Find(); err != nil {
 		fmt.Fprintf(os.Stderr, "chartimage tests: goroutines outlived the tests: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
-	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "kernel-mcp-chart-*"))
-	for _, d := range after {
-		if !slices.Contains(before, d) {
-			fmt.Fprintf(os.Stderr, "chartimage tests: the browser profile %s outlived the tests\n", d)
-			os.Exit(1)
-		}
+	left, _ := os.ReadDir(tmp)
+	for _, e := range left {
+		fmt.Fprintf(os.Stderr, "chartimage tests: %s outlived the tests\n", e.Name())
 	}
-	os.Exit(0)
+	if len(left) > 0 {
+		return 1
+	}
+	return 0
 }
