@@ -164,7 +164,7 @@ const mathState = (marker) => {
     katex: outs.querySelectorAll(".katex").length,
     display: outs.querySelectorAll(".katex-display").length,
     dollars: (outs.innerText.match(/\$/g) || []).length,
-    latexSource: outs.querySelector("pre.mime-latex")?.textContent || "",
+    latexSource: outs.querySelector(".mime-latex")?.textContent || "",
     font: k ? getComputedStyle(k).fontFamily : "",
     text: outs.innerText.slice(0, 300),
   };

@@ -88,18 +88,25 @@ export function setMath(k) {
 // on macro expansion (a macro bomb stops there).
 const KATEX_OPTIONS = { trust: false, throwOnError: false, maxExpand: 500, maxSize: 50, strict: "ignore", output: "htmlAndMathml" };
 
-// typeset renders the .math elements under root that markdown (or
-// text/latex) left with their TeX in data-tex. katex.render builds DOM
-// nodes itself: no HTML string is parsed on the way.
-function typeset(root) {
+/**
+ * typeset renders the math elements under root not rendered yet: those
+ * markdown and text/latex left with their TeX in data-tex, showing their
+ * source. katex.render builds DOM nodes itself: no HTML string is parsed on
+ * the way. A view that gets KaTeX later (setMath) calls it on its document.
+ */
+export function typeset(root) {
   if (!katex) return;
-  for (const m of root.querySelectorAll(".math[data-tex]")) {
+  for (const m of root.querySelectorAll(".math[data-tex]:not(.math-done)")) {
     const display = m.classList.contains("math-display");
     try {
       katex.render(m.dataset.tex, m, { ...KATEX_OPTIONS, displayMode: display });
+      m.classList.add("math-done");
     } catch {
       /* left as its source */
     }
+  }
+  for (const d of root.querySelectorAll(".mime-latex.math-source")) {
+    if (!d.querySelector(".math[data-tex]:not(.math-done)")) d.classList.remove("math-source");
   }
 }
 
@@ -150,10 +157,10 @@ marked.use({
 const LATEX_PARTS = /\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\]|\$((?:\\.|[^\\$])+?)\$|\\\(([\s\S]+?)\\\)|(\\begin\{([a-zA-Z*]+)\}[\s\S]*?\\end\{\6\})/g;
 
 // latexOutput renders a text/latex value: the text between math as text,
-// the math by KaTeX; without KaTeX, the source as it is.
+// the math by KaTeX; without KaTeX, the source as it is (its text is the
+// value, shown as code), until typeset runs.
 function latexOutput(src) {
-  if (!katex) return el("pre", "mime-latex", src);
-  const d = el("div", "mime-latex");
+  const d = el("div", "mime-latex math-source");
   let at = 0;
   for (const m of src.matchAll(LATEX_PARTS)) {
     if (m.index > at) d.append(document.createTextNode(src.slice(at, m.index)));

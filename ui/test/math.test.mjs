@@ -13,14 +13,28 @@ const update = (text, id) => ({ output_type: "update_display_data", data: { "tex
 const latex = (tex) => ({ output_type: "display_data", data: { "text/latex": tex, "text/plain": "x" }, metadata: {} });
 const md = (text) => ({ output_type: "display_data", data: { "text/markdown": text }, metadata: {} });
 
+let early;
 test("without KaTeX (the cell view), math shows as its source", () => {
   const el = render.renderOutput(latex("$\\frac{1}{2}$"));
-  assert.equal(el.querySelector("pre.mime-latex").textContent, "$\\frac{1}{2}$");
+  assert.equal(el.querySelector(".mime-latex").textContent, "$\\frac{1}{2}$");
+  assert.ok(el.querySelector(".mime-latex.math-source"));
   assert.equal(el.querySelector(".katex"), null);
+  const m = render.renderOutput(md("so $x^2$ it is"));
+  assert.equal(m.textContent.trim(), "so $x^2$ it is");
+  early = [el, m];
 });
 
 test("with KaTeX, text/latex and markdown math are typeset; no $ source is left", () => {
   render.setMath(katex);
+  // What was drawn before KaTeX came is typeset when the view asks.
+  for (const e of early) {
+    render.typeset(e);
+    assert.equal(e.querySelectorAll(".katex").length, 1);
+    assert.ok(!e.textContent.includes("$"));
+    render.typeset(e);
+    assert.equal(e.querySelectorAll(".katex").length, 1, "typeset twice, rendered once");
+  }
+  assert.equal(early[0].querySelector(".math-source"), null);
   const l = render.renderOutput(latex("$\\alpha^2 + \\sum_i x_i$"));
   assert.ok(l.querySelector(".katex"), "a .katex element");
   assert.ok(!l.textContent.includes("$"), "no $ left: " + l.textContent);
