@@ -176,7 +176,8 @@ const mathState = (marker) => {
 const styledState = ([marker, controls]) => {
   const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
   const outs = c?.querySelector(".cell-outputs");
-  if (!outs || !outs.innerText.includes("styled done")) return null;
+  // The recorded cell (the web view swaps the live one for it at the end).
+  if (!outs || !outs.innerText.includes("styled done") || c.dataset.status !== "ok" || !(Number(c.dataset.index) >= 0)) return null;
   const probe = window.__deepAll(outs, "#styled-probe")[0];
   const overlay = window.__deepAll(outs, "#fake-overlay")[0];
   const td = window.__deepAll(outs, "td[id]").find((e) => /row2_col0$/.test(e.id));
