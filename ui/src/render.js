@@ -52,19 +52,44 @@ export function sanitizeHTML(html) {
   return DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: [...FORBID_TAGS, "style"] });
 }
 
-/**
- * sanitizeScopedHTML is sanitizeHTML for HTML shown in a shadow root of its
- * own (see htmlOutput): its <style> elements stay, since their rules reach
- * nothing outside that root, but lose any @import (no style sheet is
- * fetched from elsewhere).
- */
-export function sanitizeScopedHTML(html) {
-  return DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS, FORCE_BODY: true });
-}
+// collected gathers the text of the <style> elements sanitizeScopedHTML
+// meets, while it runs.
+let collected = null;
 
 DOMPurify.addHook("uponSanitizeElement", (node, data) => {
-  if (data.tagName === "style") node.textContent = node.textContent.replace(/@import[^;]*;?/gi, "");
+  if (data.tagName === "style" && collected) collected.push(node.textContent);
 });
+
+/**
+ * sanitizeScopedHTML is sanitizeHTML for HTML shown in a shadow root of its
+ * own (see htmlOutput). Its style sheets are kept, since their rules reach
+ * nothing outside that root, but apart: css holds their text, with no
+ * @import (no style sheet is fetched from elsewhere), for htmlOutput to put
+ * in <style> elements by textContent. (Left in the HTML, DOMPurify drops a
+ * <style> whose text has a "<", as scikit-learn's does.)
+ */
+export function sanitizeScopedHTML(html) {
+  collected = [];
+  try {
+    const body = DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: [...FORBID_TAGS, "style"], FORCE_BODY: true });
+    return { html: body, css: collected.map(withoutImports) };
+  } finally {
+    collected = null;
+  }
+}
+
+// withoutImports is a style sheet's text without @import rules: as the
+// browser's CSS parser reads it where it can (a constructed style sheet
+// ignores @import, however it is spelled), by a pattern elsewhere.
+function withoutImports(css) {
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(css);
+    return [...sheet.cssRules].map((r) => r.cssText).join("\n");
+  } catch {
+    return css.replace(/@import[^;]*;?/gi, "");
+  }
+}
 
 /** sanitizeSVG returns an SVG document with the same guarantees. */
 export function sanitizeSVG(svg) {
@@ -210,7 +235,9 @@ const SCOPED_CSS = [
 function htmlOutput(html) {
   const host = el("div", "mime-html");
   const shadow = host.attachShadow({ mode: "open" });
-  shadow.innerHTML = "<style>" + SCOPED_CSS + "</style>" + sanitizeScopedHTML(html);
+  const { html: body, css } = sanitizeScopedHTML(html);
+  shadow.innerHTML = body;
+  shadow.prepend(...[SCOPED_CSS, ...css].map((text) => el("style", "", text)));
   return host;
 }
 

@@ -71,6 +71,10 @@ test("HTML keeps its <style>, in a shadow root of its own; markdown's <style> go
   assert.equal(deep(host, "td").textContent, "1");
   const imp = render.renderOutput({ output_type: "display_data", data: { "text/html": '<style>@import url("https://example.org/x.css"); p{color:red}</style><p>p</p>' } });
   assert.doesNotMatch(deepAll(imp, "style").map((s) => s.textContent).join(""), /@import/);
+  // A "<" in the style sheet's text (scikit-learn's has one) keeps it.
+  const sk = render.renderOutput({ output_type: "display_data", data: { "text/html": '<style>.x::after { content: "<b>"; } .x { color: red }</style><body><p class="x">y</p>' } });
+  assert.ok(deepAll(sk, "style").some((s) => s.textContent.includes(".x { color: red }")), "the sheet with a < is kept");
+  assert.equal(deep(sk, "p.x").textContent, "y");
   const m = render.renderOutput(md("hi\n\n<style>button{display:none}</style>"));
   assert.equal(deepAll(m, "style").length, 0);
 });
