@@ -133,7 +133,9 @@ const MATH_CODE = [
 // STYLED_CODE shows a pandas Styler (its colours come from a <style> of
 // #T_… rules), scikit-learn's estimator diagram (its own style sheet shows
 // the diagram and hides the text fallback), then HTML that tries to restyle the page's buttons and
-// cells and lays a position: fixed overlay over the whole window.
+// cells (by selectors, by :host, and by registering the page's own CSS
+// variables as non-inheriting with @property, which is not scoped to a
+// shadow root) and lays a position: fixed overlay over the whole window.
 const STYLED_CODE = [
   "import pandas as pd",
   "from IPython.display import HTML, display",
@@ -141,7 +143,7 @@ const STYLED_CODE = [
   "display(df.style.background_gradient(cmap='Reds'))",
   "from sklearn.linear_model import LogisticRegression",
   "display(LogisticRegression())",
-  "display(HTML('<style>button, .cell, .cell-head, .session-bar { display: none !important; background: rgb(255, 0, 0) !important; } * { color: rgb(255, 0, 0) !important; } :host { position: fixed !important; inset: 0 !important; contain: none !important; }</style>'",
+  "display(HTML('<style>button, .cell, .cell-head, .session-bar { display: none !important; background: rgb(255, 0, 0) !important; } * { color: rgb(255, 0, 0) !important; } :host { position: fixed !important; inset: 0 !important; contain: none !important; } @property --bg-code { syntax: \"<color>\"; inherits: false; initial-value: rgb(255, 0, 0); } @property --fg { syntax: \"<color>\"; inherits: false; initial-value: rgb(255, 0, 0); } @property --bg { syntax: \"<color>\"; inherits: false; initial-value: rgb(255, 0, 0); }</style>'",
   "  '<div id=\"fake-overlay\" style=\"position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; z-index: 2147483647; background: rgba(255, 0, 0, 0.9)\">fake controls</div><p id=\"styled-probe\">probe</p>'))",
   "print('styled done')",
 ].join("\n");
@@ -216,6 +218,7 @@ const styledState = ([marker, controls]) => {
     want: m ? norm(m[1].trim()) : null,
     got: getComputedStyle(td).backgroundColor,
     probeColor: getComputedStyle(probe).color,
+    unscoped: css.match(/@(property|import|font-face)\b/g),
     sklearn: { fallback: getComputedStyle(skFallback).display, diagram: getComputedStyle(skDiagram).display, height: skDiagram.getBoundingClientRect().height },
     overlayInBox: o.top >= box.top - 1 && o.left >= box.left - 1,
     controls: Object.fromEntries(controls.map((sel) => {
@@ -252,6 +255,7 @@ function checkStyled(st, before) {
   check(st.rule, `no background-color rule for the Styler's cell in its <style>`);
   check(st.got === st.want && st.got !== "rgba(0, 0, 0, 0)", `the Styler's cell is ${st.got}, its rule says ${st.rule} (${st.want})`);
   check(st.sklearn.fallback === "none" && st.sklearn.diagram !== "none" && st.sklearn.height > 10, `scikit-learn's diagram is not drawn by its own style sheet: ${JSON.stringify(st.sklearn)}`);
+  check(!st.unscoped, `at-rules that are not scoped to the output were kept: ${st.unscoped}`);
   check(st.probeColor === "rgb(255, 0, 0)", `the output's own style did not apply inside it: probe colour ${st.probeColor}`);
   check(st.overlayInBox, "the position: fixed overlay is not placed in its output's box");
   check(st.codeHit, "the overlay covers the cell's head: it escaped its output box");

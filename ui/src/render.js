@@ -64,31 +64,51 @@ DOMPurify.addHook("uponSanitizeElement", (node, data) => {
  * sanitizeScopedHTML is sanitizeHTML for HTML shown in a shadow root of its
  * own (see htmlOutput). Its style sheets are kept, since their rules reach
  * nothing outside that root, but apart: css holds their text, with no
- * @import (no style sheet is fetched from elsewhere), for htmlOutput to put
- * in <style> elements by textContent. (Left in the HTML, DOMPurify drops a
+ * @import (no style sheet is fetched from elsewhere), @property or other
+ * at-rule that is not scoped (see KEEP_AT), for htmlOutput to put in
+ * <style> elements by textContent. (Left in the HTML, DOMPurify drops a
  * <style> whose text has a "<", as scikit-learn's does.)
  */
 export function sanitizeScopedHTML(html) {
   collected = [];
   try {
     const body = DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: [...FORBID_TAGS, "style"], FORCE_BODY: true });
-    return { html: body, css: collected.map(withoutImports) };
+    return { html: body, css: collected.map(scopedSheet) };
   } finally {
     collected = null;
   }
 }
 
-// withoutImports is a style sheet's text without @import rules: as the
-// browser's CSS parser reads it where it can (a constructed style sheet
-// ignores @import, however it is spelled), by a pattern elsewhere.
-function withoutImports(css) {
-  try {
-    const sheet = new CSSStyleSheet();
-    sheet.replaceSync(css);
-    return [...sheet.cssRules].map((r) => r.cssText).join("\n");
-  } catch {
-    return css.replace(/@import[^;]*;?/gi, "");
+// KEEP_AT are the at-rules an output's style sheet keeps: those that only
+// hold rules for its own elements. The others (@import, @property,
+// @font-face, @counter-style…) would fetch, or may reach past the shadow
+// root in some browser: a registered custom property is the document's.
+const KEEP_AT = /^@(media|supports|(-webkit-)?keyframes|layer|container|scope|starting-style)\b/i;
+
+// prune deletes from a rule list the at-rules KEEP_AT does not name, in
+// nested rules too.
+function prune(rules, remove) {
+  for (let i = rules.length - 1; i >= 0; i--) {
+    const r = rules[i];
+    const text = r.cssText;
+    if (text.startsWith("@") && !KEEP_AT.test(text)) remove(i);
+    else if (r.cssRules && !/^@(-webkit-)?keyframes/i.test(text)) prune(r.cssRules, (j) => r.deleteRule(j));
   }
+}
+
+// scopedSheet is a style sheet's text with only what KEEP_AT allows, as
+// the browser's CSS parser reads it (a constructed sheet has no @import at
+// all); a pattern does it where there is no such parser (jsdom).
+function scopedSheet(css) {
+  let sheet;
+  try {
+    sheet = new CSSStyleSheet();
+    sheet.replaceSync(css);
+  } catch {
+    return css.replace(/@import[^;]*;?/gi, "").replace(/@(property|font-face|counter-style)[^{]*\{[^}]*\}/gi, "");
+  }
+  prune(sheet.cssRules, (i) => sheet.deleteRule(i));
+  return [...sheet.cssRules].map((r) => r.cssText).join("\n");
 }
 
 /** sanitizeSVG returns an SVG document with the same guarantees. */

@@ -71,6 +71,8 @@ test("HTML keeps its <style>, in a shadow root of its own; markdown's <style> go
   assert.equal(deep(host, "td").textContent, "1");
   const imp = render.renderOutput({ output_type: "display_data", data: { "text/html": '<style>@import url("https://example.org/x.css"); p{color:red}</style><p>p</p>' } });
   assert.doesNotMatch(deepAll(imp, "style").map((s) => s.textContent).join(""), /@import/);
+  const prop = render.renderOutput({ output_type: "display_data", data: { "text/html": '<style>@property --fg { syntax: "<color>"; inherits: false; initial-value: red } p{color:red}</style><p>p</p>' } });
+  assert.doesNotMatch(deepAll(prop, "style").map((s) => s.textContent).join(""), /@property/);
   // A "<" in the style sheet's text (scikit-learn's has one) keeps it.
   const sk = render.renderOutput({ output_type: "display_data", data: { "text/html": '<style>.x::after { content: "<b>"; } .x { color: red }</style><body><p class="x">y</p>' } });
   assert.ok(deepAll(sk, "style").some((s) => s.textContent.includes(".x { color: red }")), "the sheet with a < is kept");
