@@ -52,7 +52,7 @@ const (
 	KernelStopped   Kind = "kernel_stopped"
 	RunQueued       Kind = "run_queued"
 	RunStarted      Kind = "run_started"
-	RunOutput       Kind = "run_output" // a stream chunk, a display or a clear_output, as it arrives
+	RunOutput       Kind = "run_output" // a stream chunk, a display, an update_display_data or a clear_output, as it arrives (Output.Type says which)
 	InputRequested  Kind = "input_requested"
 	InputAnswered   Kind = "input_answered"
 	RunFinished     Kind = "run_finished"

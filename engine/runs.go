@@ -264,6 +264,11 @@ func (r *Run) event(e kernel.Event) {
 			o.Metadata = map[string]json.RawMessage{"wait": json.RawMessage("true")}
 		}
 	}
+	if e.Kind == "update_display_data" {
+		// Of its own type too, so that a live view replaces the display
+		// that has its DisplayID instead of adding one.
+		o.Type = "update_display_data"
+	}
 	r.ss.eng.events.Publish(Event{Kind: RunOutput, Session: r.ss.id, Run: r.id, Output: &o})
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -42,7 +42,9 @@ type RunSnapshot struct {
 	// output of type "clear_output", with Metadata {"wait": true} when
 	// it waits for the next output. A block after the first starts with
 	// a clear_output (wait false): the view shows one block at a time.
-	// update_display_data is not logged; the recorded blocks have it.
+	// A display_data with a display id carries it in Transient; an
+	// update_display_data is an output of that type naming the display
+	// it replaces (the view replaces it in place).
 	Outputs []history.Output
 	// Cursor is where the next ViewSince continues.
 	Cursor int
@@ -117,14 +119,26 @@ func (r *Run) logEvent(e kernel.Event) {
 	case "clear_output":
 		r.log.clear(e.Wait, true)
 	case "update_display_data":
-		// A view has no display ids to update; the recorded block shows
-		// the update applied.
+		if e.Output.DisplayID != "" {
+			r.log.update(viewOutput(e.Output, "update_display_data"))
+		}
 	default:
 		if e.Output.ExecutionCount > 0 {
 			r.execCount = e.Output.ExecutionCount
 		}
-		r.log.add(historyOutput(e.Output))
+		r.log.add(viewOutput(e.Output, e.Output.Type))
 	}
+}
+
+// viewOutput is a kernel output as viewers read it: in history's shape,
+// of type typ, with its display id.
+func viewOutput(o kernel.Output, typ string) history.Output {
+	h := historyOutput(o)
+	h.OutputType = typ
+	if o.DisplayID != "" {
+		h.Transient = &history.Transient{DisplayID: o.DisplayID}
+	}
+	return h
 }
 
 // viewLog is a run's append-only log of outputs for viewers.
@@ -191,6 +205,26 @@ func (l *viewLog) add(o history.Output) {
 		o.Text, l.open = "", true
 	}
 	l.outs = append(l.outs, o)
+}
+
+// update logs an update_display_data. It is no new output (MaxOutputs
+// does not count it); an update of the same display that no viewer has
+// read yet is replaced rather than kept, so that a display updated in a
+// tight loop grows the log by one entry between two reads.
+func (l *viewLog) update(o history.Output) {
+	if l.truncated {
+		return
+	}
+	if n := len(l.outs); n > l.sealed && !l.open {
+		if last := l.outs[n-1]; last.OutputType == o.OutputType && last.Transient != nil && last.Transient.DisplayID == o.Transient.DisplayID {
+			l.bytes -= viewEntryCost + outputSize(last)
+			l.outs = l.outs[:n-1]
+		}
+	}
+	l.closeStream()
+	if l.charge(viewEntryCost + outputSize(o)) {
+		l.outs = append(l.outs, o)
+	}
 }
 
 // charge counts n more bytes, or marks the log truncated when they do not

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -206,5 +207,59 @@ func TestViewSinceRecordedEntries(t *testing.T) {
 	}
 	if s := r.ViewSince(0); !slices.Equal(s.Blocks, []int{1, 2}) || s.View.Status != StatusDone {
 		t.Fatalf("blocks %v, status %s; want [1 2], done", s.Blocks, s.View.Status)
+	}
+}
+
+// A display with an id carries it to viewers; its updates are outputs of
+// type update_display_data naming it, count as no new output, and those
+// no viewer read yet are replaced by the next: a display updated in a loop
+// is one entry between two reads. The event stream says the same.
+func TestViewSinceUpdateDisplay(t *testing.T) {
+	r := newTestRun()
+	sub := r.ss.eng.events.Subscribe(64, nil)
+	defer sub.Close()
+	text := func(s string) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"text/plain": json.RawMessage(`"` + s + `"`)}
+	}
+	r.event(kernel.Event{Kind: "display_data", Output: kernel.Output{Type: kernel.OutputDisplayData, Data: text("v0"), DisplayID: "d1"}})
+	upd := func(s string) {
+		r.event(kernel.Event{Kind: "update_display_data", Output: kernel.Output{Type: kernel.OutputDisplayData, Data: text(s), DisplayID: "d1"}})
+	}
+	s := r.ViewSince(0)
+	if len(s.Outputs) != 1 || s.Outputs[0].Transient == nil || s.Outputs[0].Transient.DisplayID != "d1" {
+		t.Fatalf("the display: %+v", s.Outputs)
+	}
+	for i := 1; i <= 20; i++ {
+		upd(fmt.Sprintf("v%d", i))
+	}
+	s2 := r.ViewSince(s.Cursor)
+	if got := kinds(s2.Outputs); !slices.Equal(got, []string{"update_display_data"}) {
+		t.Fatalf("after 20 updates: %q, want one update", got)
+	}
+	if o := s2.Outputs[0]; string(o.Data["text/plain"]) != `"v20"` || o.Transient == nil || o.Transient.DisplayID != "d1" {
+		t.Fatalf("the update: %+v", o)
+	}
+	// A read update stays; the next is an entry of its own.
+	upd("v21")
+	if got := kinds(r.ViewSince(0).Outputs); !slices.Equal(got, []string{"display_data", "update_display_data", "update_display_data"}) {
+		t.Fatalf("from 0: %q", got)
+	}
+	// An update naming no display is not logged.
+	r.event(kernel.Event{Kind: "update_display_data", Output: kernel.Output{Type: kernel.OutputDisplayData, Data: text("x")}})
+	if n := len(r.ViewSince(0).Outputs); n != 3 {
+		t.Fatalf("an update without an id was logged: %d entries", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var types []string
+	for range 22 {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, e.Output.Type+"/"+e.Output.DisplayID)
+	}
+	if types[0] != "display_data/d1" || types[1] != "update_display_data/d1" || types[21] != "update_display_data/d1" {
+		t.Errorf("published: %q", types)
 	}
 }

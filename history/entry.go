@@ -21,6 +21,17 @@ type Output struct {
 	EName          string                     `json:"ename,omitempty"`
 	EValue         string                     `json:"evalue,omitempty"`
 	Traceback      []string                   `json:"traceback,omitempty"`
+	// Transient is what Jupyter's messages carry beside an output and
+	// nbformat does not keep: the display id a later update_display_data
+	// names. It is set only on what views read while a run goes on (a
+	// run's viewer log, the web view's events), never on a recorded
+	// output, which has its updates applied already.
+	Transient *Transient `json:"transient,omitempty"`
+}
+
+// Transient holds an output's display id (see Output.Transient).
+type Transient struct {
+	DisplayID string `json:"display_id"`
 }
 
 // Entry is one executed block: its code, its outputs in arrival order and

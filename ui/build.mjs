@@ -35,6 +35,8 @@ const pages = {
   },
   "web.html": {
     entry: "src/web.js",
+    // KaTeX's style sheet, its woff2 fonts inlined (see katexFonts).
+    css: "src/web.css",
     title: "kernel-mcp notebook",
     bodyClass: "web",
     body: [
@@ -53,6 +55,21 @@ const pages = {
       "</div>",
       "</main>",
     ].join(""),
+  },
+};
+
+// katexFonts keeps only the woff2 source of each of KaTeX's @font-face
+// rules, so that the fonts are inlined (as data: URLs) once, in the format
+// every browser the views support reads, with no URL left to fetch.
+const katexFonts = {
+  name: "katex-fonts",
+  setup(b) {
+    b.onLoad({ filter: /katex[\\/]dist[\\/]katex\.css$/ }, async (args) => {
+      const css = await readFile(args.path, "utf8");
+      const out = css.replace(/,\s*url\([^)]+\.woff\) format\("woff"\),\s*url\([^)]+\.ttf\) format\("truetype"\)/g, "");
+      if (/\.(woff|ttf)\)/.test(out)) throw new Error("katex.css: a font source other than woff2 is left");
+      return { contents: out, loader: "css" };
+    });
   },
 };
 
@@ -80,11 +97,18 @@ function inline(js) {
   return out;
 }
 
+async function styles(entry) {
+  const css = await bundle({ entryPoints: [entry], loader: { ".css": "css", ".woff2": "dataurl" }, outfile: "out.css", plugins: [katexFonts] });
+  if (/<\/style|<!--/i.test(css)) throw new Error(entry + " holds a sequence that would end the inline <style>");
+  return css;
+}
+
 async function build() {
-  const css = await bundle({ entryPoints: ["src/style.css"], loader: { ".css": "css" }, outfile: "out.css" });
-  if (/<\/style|<!--/i.test(css)) throw new Error("style.css holds a sequence that would end the inline <style>");
+  const sheets = {};
   const out = {};
   for (const [name, p] of Object.entries(pages)) {
+    const entry = p.css || "src/style.css";
+    const css = p.noStyle ? "" : (sheets[entry] ??= await styles(entry));
     const js = await bundle({ entryPoints: [p.entry], format: "iife", platform: "browser", outfile: "out.js" });
     out[name] = [
       "<!doctype html>",

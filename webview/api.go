@@ -169,6 +169,11 @@ func download(w http.ResponseWriter, contentType, name string, body []byte) {
 // historyOutput is a kernel output in the history's vocabulary, as the
 // cells carry it.
 func historyOutput(o kernel.Output) history.Output {
-	return history.Output{OutputType: o.Type, Name: o.Name, Text: o.Text, Data: o.Data, Metadata: o.Metadata,
+	h := history.Output{OutputType: o.Type, Name: o.Name, Text: o.Text, Data: o.Data, Metadata: o.Metadata,
 		ExecutionCount: o.ExecutionCount, EName: o.EName, EValue: o.EValue, Traceback: o.Traceback}
+	if o.DisplayID != "" {
+		// The page replaces a display when an update_display_data names it.
+		h.Transient = &history.Transient{DisplayID: o.DisplayID}
+	}
+	return h
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
 // An idle stream gets keep-alive comments; the request's subscription ends
@@ -60,5 +61,25 @@ func TestEventJSON(t *testing.T) {
 	b, _ := json.Marshal(eventOf(engine.Event{Seq: 9, Kind: engine.Missed, Missed: 4}))
 	if got := string(b); !strings.Contains(got, `"kind":"missed"`) || !strings.Contains(got, `"missed":4`) || !strings.Contains(got, `"output":null`) {
 		t.Errorf("missed: %s", got)
+	}
+}
+
+// A display with an id, and an update naming it, reach the page with the
+// id as Jupyter's transient.display_id (the page replaces the display in
+// place); an output without one has no transient.
+func TestEventDisplayID(t *testing.T) {
+	data := map[string]json.RawMessage{"text/plain": json.RawMessage(`"v1"`)}
+	for _, c := range []struct {
+		out  kernel.Output
+		want string
+	}{
+		{kernel.Output{Type: "display_data", Data: data, DisplayID: "d7"}, `"output_type":"display_data","data":{"text/plain":"v1"},"transient":{"display_id":"d7"}`},
+		{kernel.Output{Type: "update_display_data", Data: data, DisplayID: "d7"}, `"output_type":"update_display_data","data":{"text/plain":"v1"},"transient":{"display_id":"d7"}`},
+		{kernel.Output{Type: "display_data", Data: data}, `"output_type":"display_data","data":{"text/plain":"v1"}}`},
+	} {
+		b, _ := json.Marshal(eventOf(engine.Event{Seq: 1, Kind: engine.RunOutput, Output: &c.out}))
+		if !strings.Contains(string(b), c.want) {
+			t.Errorf("%+v: %s, want it to hold %s", c.out, b, c.want)
+		}
 	}
 }

@@ -64,6 +64,29 @@ const latencyProbe = () => {
   new MutationObserver(scan).observe(document, { subtree: true, childList: true, characterData: true });
 };
 
+// DEEP installs, in a frame, the helpers that read through the open shadow
+// roots HTML outputs are drawn in: __deepAll(root, sel) is
+// querySelectorAll through them, __deepText(root) the text of root and of
+// the shadow roots under it.
+const DEEP = `window.__deepAll = (root, sel) => {
+  const f = [...root.querySelectorAll(sel)];
+  for (const e of [root, ...root.querySelectorAll("*")]) if (e.shadowRoot) f.push(...window.__deepAll(e.shadowRoot, sel));
+  return f;
+};
+window.__deepText = (root) => [root.innerText || "", ...window.__deepAll(root, "*").concat(root.shadowRoot ? [root] : []).filter((e) => e.shadowRoot).map((e) => e.shadowRoot.textContent)].join("\\n");
+true`;
+async function installDeep(target) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    try {
+      if (await target.evaluate(DEEP)) return;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 const results = [];
 let browser;
 
@@ -97,6 +120,179 @@ async function runCase(name, fn) {
   log(`case ${name}: ${r.ok ? "ok" : "FAIL " + r.error} (${r.ms} ms)`);
 }
 
+
+// ---- rich outputs, both suites ----
+
+const MATH_CODE = [
+  "from IPython.display import Latex, Markdown, display",
+  "display(Latex(r'$\\alpha^2 + \\sum_i x_i$'))",
+  "display(Markdown(r'Inline $\\alpha^2 + \\sum_i x_i$ and display $$\\int_0^1 x\\,dx$$'))",
+  "print('math done')",
+].join("\n");
+
+// STYLED_CODE shows a pandas Styler (its colours come from a <style> of
+// #T_… rules), scikit-learn's estimator diagram (its own style sheet shows
+// the diagram and hides the text fallback), then HTML that tries to restyle the page's buttons and
+// cells (by selectors, by :host, and by registering the page's own CSS
+// variables as non-inheriting with @property, which is not scoped to a
+// shadow root) and lays a position: fixed overlay over the whole window.
+const STYLED_CODE = [
+  "import pandas as pd",
+  "from IPython.display import HTML, display",
+  "df = pd.DataFrame({'a': [1, 5, 9], 'b': [9, 5, 1]})",
+  "display(df.style.background_gradient(cmap='Reds'))",
+  "from sklearn.linear_model import LogisticRegression",
+  "display(LogisticRegression())",
+  "display(HTML('<style>button, .cell, .cell-head, .session-bar { display: none !important; background: rgb(255, 0, 0) !important; } * { color: rgb(255, 0, 0) !important; } :host { position: fixed !important; inset: 0 !important; contain: none !important; } @property --bg-code { syntax: \"<color>\"; inherits: false; initial-value: rgb(255, 0, 0); } @property --fg { syntax: \"<color>\"; inherits: false; initial-value: rgb(255, 0, 0); } @property --bg { syntax: \"<color>\"; inherits: false; initial-value: rgb(255, 0, 0); }</style>'",
+  "  '<div id=\"fake-overlay\" style=\"position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; z-index: 2147483647; background: rgba(255, 0, 0, 0.9)\">fake controls</div><p id=\"styled-probe\">probe</p>'))",
+  "print('styled done')",
+].join("\n");
+
+const UPDATE_CODE = [
+  "import time",
+  "from IPython.display import display",
+  "h = display('v0', display_id=True)",
+  "for i in range(1, 21):",
+  "    time.sleep(0.2)",
+  "    h.update(f'v{i}')",
+].join("\n");
+
+// mathState reads the math in the cell whose code has marker.
+const mathState = (marker) => {
+  const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
+  const outs = c?.querySelector(".cell-outputs");
+  if (!outs || !outs.innerText.includes("math done")) return null;
+  const k = outs.querySelector(".katex");
+  return {
+    status: c.dataset.status,
+    index: Number(c.dataset.index),
+    katex: outs.querySelectorAll(".katex").length,
+    display: outs.querySelectorAll(".katex-display").length,
+    dollars: (outs.innerText.match(/\$/g) || []).length,
+    latexSource: outs.querySelector(".mime-latex")?.textContent || "",
+    font: k ? getComputedStyle(k).fontFamily : "",
+    text: outs.innerText.slice(0, 300),
+  };
+};
+
+// styledState checks a Styler cell's colour against its own rule, and
+// where the hostile overlay is drawn. controls are selectors of the page's
+// own controls, whose computed style must be what it was (before).
+const styledState = ([marker, controls]) => {
+  const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
+  const outs = c?.querySelector(".cell-outputs");
+  // The recorded cell (the web view swaps the live one for it at the end).
+  if (!outs || !outs.innerText.includes("styled done") || c.dataset.status !== "ok" || !(Number(c.dataset.index) >= 0)) return null;
+  const probe = window.__deepAll(outs, "#styled-probe")[0];
+  const overlay = window.__deepAll(outs, "#fake-overlay")[0];
+  const td = window.__deepAll(outs, "td[id]").find((e) => /row2_col0$/.test(e.id));
+  if (!probe || !overlay || !td) return null;
+  const skFallback = window.__deepAll(outs, ".sk-text-repr-fallback")[0];
+  const skDiagram = window.__deepAll(outs, ".sk-container")[0];
+  if (!skFallback || !skDiagram) return null;
+  const css = window.__deepAll(outs, "style").map((s) => s.textContent).join("\n");
+  const m = new RegExp("#" + td.id + "\\s*\\{[^}]*background-color:\\s*([^;]+);").exec(css);
+  const norm = (col) => {
+    const d = document.createElement("div");
+    d.style.backgroundColor = col;
+    document.body.append(d);
+    const v = getComputedStyle(d).backgroundColor;
+    d.remove();
+    return v;
+  };
+  const look = (e) => {
+    const s = getComputedStyle(e);
+    return { display: s.display, visibility: s.visibility, color: s.color, background: s.backgroundColor };
+  };
+  const hit = (e) => {
+    e.scrollIntoView({ block: "center" });
+    const r = e.getBoundingClientRect();
+    const at = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return !!at && (at === e || e.contains(at));
+  };
+  const host = overlay.getRootNode().host;
+  const box = host.closest(".output").getBoundingClientRect();
+  const o = overlay.getBoundingClientRect();
+  return {
+    rule: m ? m[1].trim() : null,
+    want: m ? norm(m[1].trim()) : null,
+    got: getComputedStyle(td).backgroundColor,
+    probeColor: getComputedStyle(probe).color,
+    unscoped: css.match(/@(property|import|font-face)\b/g),
+    sklearn: { fallback: getComputedStyle(skFallback).display, diagram: getComputedStyle(skDiagram).display, height: skDiagram.getBoundingClientRect().height },
+    overlayInBox: o.top >= box.top - 1 && o.left >= box.left - 1,
+    controls: Object.fromEntries(controls.map((sel) => {
+      const e = document.querySelector(sel);
+      return [sel, e ? { ...look(e), hit: hit(e) } : null];
+    })),
+    codeHit: hit(c.querySelector(".cell-head")),
+  };
+};
+
+// uncontained is the control: with the hostile output's box stripped of
+// its containment, the overlay must cover the controls (else the test
+// proves nothing). It puts the containment back.
+const uncontained = ([marker, controls]) => {
+  const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
+  const box = window.__deepAll(c, "#fake-overlay")[0].getRootNode().host.closest(".output");
+  const covered = (sel) => {
+    const e = document.querySelector(sel);
+    e.scrollIntoView({ block: "center" });
+    const r = e.getBoundingClientRect();
+    const at = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return !at || !(at === e || e.contains(at));
+  };
+  box.style.setProperty("contain", "none", "important");
+  box.style.setProperty("transform", "none", "important");
+  const out = Object.fromEntries(controls.map((sel) => [sel, covered(sel)]));
+  box.style.removeProperty("contain");
+  box.style.removeProperty("transform");
+  return out;
+};
+
+// checkStyled judges a styledState against the controls' looks before.
+function checkStyled(st, before) {
+  check(st.rule, `no background-color rule for the Styler's cell in its <style>`);
+  check(st.got === st.want && st.got !== "rgba(0, 0, 0, 0)", `the Styler's cell is ${st.got}, its rule says ${st.rule} (${st.want})`);
+  check(st.sklearn.fallback === "none" && st.sklearn.diagram !== "none" && st.sklearn.height > 10, `scikit-learn's diagram is not drawn by its own style sheet: ${JSON.stringify(st.sklearn)}`);
+  check(!st.unscoped, `at-rules that are not scoped to the output were kept: ${st.unscoped}`);
+  check(st.probeColor === "rgb(255, 0, 0)", `the output's own style did not apply inside it: probe colour ${st.probeColor}`);
+  check(st.overlayInBox, "the position: fixed overlay is not placed in its output's box");
+  check(st.codeHit, "the overlay covers the cell's head: it escaped its output box");
+  for (const [sel, was] of Object.entries(before)) {
+    const now = st.controls[sel];
+    check(now, `the page's ${sel} is gone`);
+    check(now.hit, `the page's ${sel} is covered by the output's overlay`);
+    for (const k of ["display", "visibility", "color", "background"]) check(now[k] === was[k], `the page's ${sel} ${k} changed from ${was[k]} to ${now[k]}`);
+  }
+}
+
+// updateSamples follows the cell whose code has marker: how many outputs
+// it shows and their text, sampled until its status is ok.
+async function updateSamples(target, marker) {
+  const samples = [];
+  const deadline = Date.now() + T;
+  for (;;) {
+    const s = await target.evaluate((mk) => {
+      const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(mk));
+      if (!c) return null;
+      return { status: c.dataset.status, outs: [...c.querySelectorAll(".cell-outputs .output")].map((o) => o.innerText.trim()) };
+    }, marker);
+    if (s) samples.push(s);
+    if (s && s.status === "ok" && s.outs.length && s.outs[0].includes("v20")) break;
+    check(Date.now() < deadline, `the updated display never reached v20 (last ${JSON.stringify(samples.slice(-1))})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const most = Math.max(...samples.map((s) => s.outs.length));
+  const values = [...new Set(samples.flatMap((s) => s.outs))];
+  const last = samples[samples.length - 1];
+  check(most <= 1, `a display updated through its handle showed as ${most} outputs at once: ${JSON.stringify(samples.find((s) => s.outs.length > 1))}`);
+  check(last.outs.length === 1 && /'v20'/.test(last.outs[0]), `at the end: ${JSON.stringify(last.outs)}, want one output 'v20'`);
+  const live = values.filter((v) => /'v(1?\d)'/.test(v) && !/'v0'/.test(v));
+  check(live.length >= 1, `no update showed while the run went on (values seen: ${JSON.stringify(values)})`);
+  return { samples: samples.length, liveValues: live.length };
+}
+
 // ---- the MCP App suite ----
 
 async function openHost(page, url = cfg.hostURL) {
@@ -119,6 +315,7 @@ async function waitFrame(page, name) {
 async function runTool(page, name, args) {
   const { frame: frameName, result } = await page.evaluate(([n, a]) => window.runTool(n, a), [name, args]);
   const frame = await waitFrame(page, frameName);
+  await installDeep(frame);
   return { frame, result, frameName };
 }
 
@@ -129,16 +326,20 @@ const cellDone = (frame, status, what) => poll(frame, (st) => {
 
 const frameText = (frame) => frame.evaluate(() => document.body.innerText);
 
+// tableCells lists the text of the table cells in the outputs (HTML
+// outputs are in shadow roots).
+const tableCells = () => {
+  const tds = [...document.querySelectorAll(".cell-outputs")].flatMap((o) => window.__deepAll(o, "table td, table th")).map((e) => e.textContent.trim());
+  return tds.length ? tds : null;
+};
+
 async function appSuite() {
   await runCase("dataframe", async (page) => {
     await openHost(page);
     const code = "import pandas as pd\npd.DataFrame({'city': ['Lyon', 'Oslo'], 'n': [11, 22]})";
     const { frame, frameName } = await runTool(page, "run_code", { session_id: "app", code });
     await cellDone(frame, "ok");
-    const cells = await poll(frame, () => {
-      const tds = [...document.querySelectorAll(".cell-outputs table td, .cell-outputs table th")].map((e) => e.textContent.trim());
-      return tds.length ? tds : null;
-    }, null, "a table in the outputs");
+    const cells = await poll(frame, tableCells, null, "a table in the outputs");
     for (const want of ["city", "n", "Lyon", "Oslo", "11", "22"]) check(cells.includes(want), `table cell ${want} missing: ${JSON.stringify(cells)}`);
     const codeText = await frame.evaluate(() => document.querySelector(".cell-code")?.textContent || "");
     check(codeText.includes("pd.DataFrame"), `the code is not shown: ${JSON.stringify(codeText)}`);
@@ -249,20 +450,23 @@ async function appSuite() {
     // The tool result alone shows the streams; the recorded cell, which
     // view_run brings right after, has the displays.
     await poll(frame, () => Number(document.querySelector(".cell")?.dataset.index) >= 0 && document.querySelector(".cell-outputs")?.innerText.includes("sanitize done"), null, "the recorded cell with its last output");
-    const safe = await frame.evaluate(() => document.querySelector(".cell-outputs")?.innerText || "");
+    const safe = await frame.evaluate(() => window.__deepText(document.querySelector(".cell-outputs")));
     check(safe.includes("kept bold"), `the harmless HTML was not rendered: ${JSON.stringify(safe)}`);
     check(safe.includes("click me"), `the link's text was not rendered: ${JSON.stringify(safe)}`);
     // Click every link (a javascript: URL would run now), and wait until
     // every image has finished loading or failing (an onerror would have run).
-    const links = frame.locator(".cell-outputs a");
+    const links = frame.locator(".cell-outputs a"); // (locators pierce shadow roots)
     for (let i = 0; i < (await links.count()); i++) await links.nth(i).click({ timeout: 5000 }).catch(() => {});
     await poll(frame, () => [...document.images].every((i) => i.complete), null, "every image settled");
-    const dom = await frame.evaluate(() => ({
-      scripts: document.querySelectorAll(".cell-outputs script").length,
-      handlers: [...document.querySelectorAll(".cell-outputs *")].filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
-      jsLinks: [...document.querySelectorAll(".cell-outputs [href], .cell-outputs [src]")].filter((e) => /^\s*javascript:/i.test(e.getAttribute("href") || e.getAttribute("src") || "")).length,
-      pwned: window.__pwned,
-    }));
+    const dom = await frame.evaluate(() => {
+      const outs = document.querySelector(".cell-outputs");
+      return {
+        scripts: window.__deepAll(outs, "script").length,
+        handlers: window.__deepAll(outs, "*").filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
+        jsLinks: window.__deepAll(outs, "[href], [src]").filter((e) => /^\s*javascript:/i.test(e.getAttribute("href") || e.getAttribute("src") || "")).length,
+        pwned: window.__pwned,
+      };
+    });
     const hostPwned = await page.evaluate(() => window.__pwned);
     check(dom.pwned === undefined, `window.__pwned in the view frame is ${dom.pwned}`);
     check(hostPwned === undefined, `window.__pwned in the host page is ${hostPwned}`);
@@ -308,16 +512,50 @@ async function appSuite() {
     return { latencyMedianMs: Math.round(median), latencySamples: deltas.length, latencyMinMs: Math.round(deltas[0]), latencyMaxMs: Math.round(deltas[deltas.length - 1]) };
   });
 
+
+  // The cell view does not bundle KaTeX (its size budget): math shows as
+  // its TeX source there, as text.
+  await runCase("math", async (page) => {
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "app", code: MATH_CODE });
+    await cellDone(frame, "ok");
+    // The tool result alone shows the streams; the recorded cell, which
+    // view_run brings right after, has the displays.
+    await poll(frame, () => Number(document.querySelector(".cell")?.dataset.index) >= 0, null, "the recorded cell");
+    const m = await poll(frame, mathState, "Latex", "the math outputs");
+    check(m.katex === 0, `KaTeX in the cell view: ${JSON.stringify(m)}`);
+    check(m.latexSource === "$\\alpha^2 + \\sum_i x_i$", `the LaTeX source is not shown as it is: ${JSON.stringify(m)}`);
+    return { math: m };
+  });
+
+  await runCase("styled-html", async (page) => {
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "app", code: STYLED_CODE });
+    await cellDone(frame, "ok");
+    const before = await frame.evaluate(() => {
+      const s = getComputedStyle(document.querySelector(".cell-head"));
+      return { ".cell-head": { display: s.display, visibility: s.visibility, color: s.color, background: s.backgroundColor } };
+    });
+    const st = await poll(frame, styledState, ["background_gradient", [".cell-head"]], "the Styler and the hostile HTML");
+    checkStyled(st, before);
+    const control = await frame.evaluate(uncontained, ["background_gradient", [".cell-head"]]);
+    check(Object.values(control).every(Boolean), `without containment the overlay should cover the controls: ${JSON.stringify(control)}`);
+    return { styler: st.got, rule: st.rule, control };
+  });
+
+  await runCase("display-update", async (page) => {
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "upd", code: UPDATE_CODE });
+    return updateSamples(frame, "display_id=True");
+  });
+
   if (cfg.rHostURL) {
     await runCase("r-dataframe", async (page) => {
       await openHost(page, cfg.rHostURL);
       const code = "data.frame(city = c('Lyon', 'Oslo'), n = c(11L, 22L))";
       const { frame } = await runTool(page, "run_code", { session_id: "r", code });
       await cellDone(frame, "ok");
-      const cells = await poll(frame, () => {
-        const tds = [...document.querySelectorAll(".cell-outputs table td, .cell-outputs table th")].map((e) => e.textContent.trim());
-        return tds.length ? tds : null;
-      }, null, "a table in the outputs");
+      const cells = await poll(frame, tableCells, null, "a table in the outputs");
       for (const want of ["city", "Lyon", "Oslo", "11", "22"]) check(cells.includes(want), `table cell ${want} missing: ${JSON.stringify(cells)}`);
       return { cells };
     });
@@ -335,6 +573,7 @@ async function openSession(page, url, session) {
   await entry.waitFor({ timeout: T });
   await entry.click();
   await page.locator(`.cell`).first().waitFor({ timeout: T });
+  await installDeep(page);
 }
 
 // onlyOnce checks that exactly one cell shows code, once its run is over:
@@ -394,6 +633,54 @@ async function webSuite() {
     const reply = await sync("person-ran", { session: "web", code: "person_value = 6 * 7" });
     check(reply.ok, `get_history: ${reply.detail}`);
     return { history: reply.detail };
+  });
+
+
+  // The person runs them, in the session the suite has: a cell of theirs
+  // is drawn like any other.
+  const personRuns = async (page, code) => {
+    const { box, run } = personBox(page);
+    await box.fill(code);
+    await run.click();
+  };
+  const controls = [".session-interrupt", ".new-cell-run", ".session-title"];
+  const looks = (page) => page.evaluate((sels) => Object.fromEntries(sels.map((sel) => {
+    const s = getComputedStyle(document.querySelector(sel));
+    return [sel, { display: s.display, visibility: s.visibility, color: s.color, background: s.backgroundColor }];
+  })), controls);
+
+  await runCase("math", async (page) => {
+    await openSession(page, cfg.webURL, "web");
+    await personRuns(page, MATH_CODE);
+    const m = await poll(page, mathState, "Latex", "the math outputs");
+    check(m.katex >= 3, `want 3 .katex (the Latex, the markdown's inline and display math): ${JSON.stringify(m)}`);
+    check(m.display >= 1, `no display math: ${JSON.stringify(m)}`);
+    check(m.dollars === 0, `$ source left in the outputs: ${JSON.stringify(m)}`);
+    check(/KaTeX_Main/.test(m.font), `KaTeX's font is not used: ${m.font}`);
+    const fonts = await page.evaluate(async () => {
+      await document.fonts.ready;
+      return document.fonts.check("16px KaTeX_Main") && [...document.fonts].some((f) => f.family.includes("KaTeX_Main") && f.status === "loaded");
+    });
+    check(fonts, "KaTeX_Main did not load (its inlined woff2)");
+    return { math: m };
+  });
+
+  await runCase("styled-html", async (page) => {
+    await openSession(page, cfg.webURL, "web");
+    const before = await looks(page);
+    await personRuns(page, STYLED_CODE);
+    const st = await poll(page, styledState, ["background_gradient", controls], "the Styler and the hostile HTML");
+    checkStyled(st, before);
+    check(JSON.stringify(await looks(page)) === JSON.stringify(before), "the page's controls look different");
+    const control = await page.evaluate(uncontained, ["background_gradient", controls]);
+    check(Object.values(control).every(Boolean), `without containment the overlay should cover the controls: ${JSON.stringify(control)}`);
+    return { styler: st.got, rule: st.rule, control };
+  });
+
+  await runCase("display-update", async (page) => {
+    await openSession(page, cfg.webURL, "web");
+    await personRuns(page, UPDATE_CODE);
+    return updateSamples(page, "display_id=True");
   });
 
   await runCase("readonly", async (page) => {

@@ -41,14 +41,224 @@ export function isLive(status) {
   return LIVE.has(status);
 }
 
-/** sanitizeHTML returns kernel HTML with no script, handler or javascript: URL. */
+const FORBID_TAGS = ["form", "input", "button", "textarea", "select"];
+
+/**
+ * sanitizeHTML returns kernel HTML with no script, handler or javascript:
+ * URL, and no <style> either: it goes into the page itself (markdown), where
+ * a style sheet would restyle the page.
+ */
 export function sanitizeHTML(html) {
-  return DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: ["form", "input", "button", "textarea", "select"] });
+  return DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: [...FORBID_TAGS, "style"] });
+}
+
+// collected gathers the text of the <style> elements sanitizeScopedHTML
+// meets, while it runs.
+let collected = null;
+
+DOMPurify.addHook("uponSanitizeElement", (node, data) => {
+  if (data.tagName === "style" && collected) collected.push(node.textContent);
+});
+
+/**
+ * sanitizeScopedHTML is sanitizeHTML for HTML shown in a shadow root of its
+ * own (see htmlOutput). Its style sheets are kept, since their rules reach
+ * nothing outside that root, but apart: css holds their text, with no
+ * @import (no style sheet is fetched from elsewhere), @property or other
+ * at-rule that is not scoped (see KEEP_AT), for htmlOutput to put in
+ * <style> elements by textContent. (Left in the HTML, DOMPurify drops a
+ * <style> whose text has a "<", as scikit-learn's does.)
+ */
+export function sanitizeScopedHTML(html) {
+  collected = [];
+  try {
+    const body = DOMPurify.sanitize(html, { ADD_ATTR: ["target"], FORBID_TAGS: [...FORBID_TAGS, "style"], FORCE_BODY: true });
+    return { html: body, css: collected.map(scopedSheet) };
+  } finally {
+    collected = null;
+  }
+}
+
+// KEEP_AT are the at-rules an output's style sheet keeps: those that only
+// hold rules for its own elements. The others (@import, @property,
+// @font-face, @counter-style…) would fetch, or may reach past the shadow
+// root in some browser: a registered custom property is the document's.
+const KEEP_AT = /^@(media|supports|(-webkit-)?keyframes|layer|container|scope|starting-style)\b/i;
+
+// prune deletes from a rule list the at-rules KEEP_AT does not name, in
+// nested rules too.
+function prune(rules, remove) {
+  for (let i = rules.length - 1; i >= 0; i--) {
+    const r = rules[i];
+    const text = r.cssText;
+    if (text.startsWith("@") && !KEEP_AT.test(text)) remove(i);
+    else if (r.cssRules && !/^@(-webkit-)?keyframes/i.test(text)) prune(r.cssRules, (j) => r.deleteRule(j));
+  }
+}
+
+// scopedSheet is a style sheet's text with only what KEEP_AT allows, as
+// the browser's CSS parser reads it (a constructed sheet has no @import at
+// all); a pattern does it where there is no such parser (jsdom).
+function scopedSheet(css) {
+  let sheet;
+  try {
+    sheet = new CSSStyleSheet();
+    sheet.replaceSync(css);
+  } catch {
+    return css.replace(/@import[^;]*;?/gi, "").replace(/@(property|font-face|counter-style)[^{]*\{[^}]*\}/gi, "");
+  }
+  prune(sheet.cssRules, (i) => sheet.deleteRule(i));
+  return [...sheet.cssRules].map((r) => r.cssText).join("\n");
 }
 
 /** sanitizeSVG returns an SVG document with the same guarantees. */
 export function sanitizeSVG(svg) {
   return DOMPurify.sanitize(svg, { USE_PROFILES: { svg: true, svgFilters: true } });
+}
+
+// --- math -------------------------------------------------------------------
+
+// katex is the math renderer a view registers with setMath (the web view
+// bundles KaTeX; the cell view, on a size budget, does not): without one,
+// math shows as its TeX source.
+let katex = null;
+
+/** setMath registers KaTeX (the module) as the renderer of math. */
+export function setMath(k) {
+  katex = k;
+}
+
+// KaTeX's options: no \href, \url, \includegraphics or \htmlData
+// (trust: false), errors shown in place rather than thrown, and a bound
+// on macro expansion (a macro bomb stops there).
+const KATEX_OPTIONS = { trust: false, throwOnError: false, maxExpand: 500, maxSize: 50, strict: "ignore", output: "htmlAndMathml" };
+
+/**
+ * typeset renders the math elements under root not rendered yet: those
+ * markdown and text/latex left with their TeX in data-tex, showing their
+ * source. katex.render builds DOM nodes itself: no HTML string is parsed on
+ * the way. A view that gets KaTeX later (setMath) calls it on its document.
+ */
+export function typeset(root) {
+  if (!katex) return;
+  for (const m of root.querySelectorAll(".math[data-tex]:not(.math-done)")) {
+    const display = m.classList.contains("math-display");
+    try {
+      katex.render(m.dataset.tex, m, { ...KATEX_OPTIONS, displayMode: display });
+      m.classList.add("math-done");
+    } catch {
+      /* left as its source */
+    }
+  }
+  for (const d of root.querySelectorAll(".mime-latex.math-source")) {
+    if (!d.querySelector(".math[data-tex]:not(.math-done)")) d.classList.remove("math-source");
+  }
+}
+
+function escapeHTML(s) {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// mathSpan is the markup marked leaves for math: its source, shown as is
+// until typeset replaces it.
+function mathSpan(tex, display, source) {
+  const tag = display ? "div" : "span";
+  return `<${tag} class="math math-${display ? "display" : "inline"}" data-tex="${escapeHTML(tex)}">${escapeHTML(source)}</${tag}>`;
+}
+
+// marked's math syntax, as JupyterLab reads it: $$…$$ (a block or inline)
+// and $…$ with no space inside its dollars, no backtick in it, and no digit
+// after it (so "$5 and $6" stays text), as pandoc reads it.
+// Code spans and blocks are tokenized first and keep their dollars.
+marked.use({
+  extensions: [
+    {
+      name: "mathBlock",
+      level: "block",
+      start: (src) => src.indexOf("$$"),
+      tokenizer(src) {
+        const m = /^\$\$([\s\S]+?)\$\$[ \t]*(?:\n|$)/.exec(src);
+        if (m) return { type: "mathBlock", raw: m[0], text: m[1].trim() };
+      },
+      renderer: (t) => mathSpan(t.text, true, "$$" + t.text + "$$") + "\n",
+    },
+    {
+      name: "mathInline",
+      level: "inline",
+      start: (src) => src.indexOf("$"),
+      tokenizer(src) {
+        let m = /^\$\$([\s\S]+?)\$\$/.exec(src);
+        if (m) return { type: "mathInline", raw: m[0], text: m[1].trim(), display: true };
+        m = /^\$(?!\s)((?:\\.|[^\\$\n`])+?)(?<!\s)\$(?!\d)/.exec(src);
+        if (m) return { type: "mathInline", raw: m[0], text: m[1], display: false };
+      },
+      renderer: (t) => mathSpan(t.text, t.display, t.raw),
+    },
+  ],
+});
+
+// LATEX_PARTS finds the math in a text/latex value: $$…$$, \[…\], $…$,
+// \(…\) and \begin{env}…\end{env}, as MathJax would in JupyterLab.
+const LATEX_PARTS = /\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\]|\$((?:\\.|[^\\$])+?)\$|\\\(([\s\S]+?)\\\)|(\\begin\{([a-zA-Z*]+)\}[\s\S]*?\\end\{\6\})/g;
+
+// latexOutput renders a text/latex value: the text between math as text,
+// the math by KaTeX; without KaTeX, the source as it is (its text is the
+// value, shown as code), until typeset runs.
+function latexOutput(src) {
+  const d = el("div", "mime-latex math-source");
+  let at = 0;
+  for (const m of src.matchAll(LATEX_PARTS)) {
+    if (m.index > at) d.append(document.createTextNode(src.slice(at, m.index)));
+    const display = m[1] !== undefined || m[2] !== undefined || m[5] !== undefined;
+    const tex = m[1] ?? m[2] ?? m[3] ?? m[4] ?? m[5];
+    const box = el(display ? "div" : "span", "math math-" + (display ? "display" : "inline"), m[0]);
+    box.dataset.tex = tex;
+    d.append(box);
+    at = m.index + m[0].length;
+  }
+  if (at === 0) {
+    // No delimiters: the whole value is math (IPython's Math and Latex
+    // objects without $ are shown so by JupyterLab's MathJax too).
+    const box = el("div", "math math-display", src);
+    box.dataset.tex = src.trim();
+    d.append(box);
+  } else if (at < src.length) d.append(document.createTextNode(src.slice(at)));
+  typeset(d);
+  return d;
+}
+
+// --- styled HTML ------------------------------------------------------------
+
+// SCOPED_CSS is the page's look for what is inside an HTML output's shadow
+// root (the page's own rules do not reach in); the output's own <style>
+// elements come after it and win.
+const SCOPED_CSS = [
+  ":host{display:block}",
+  "*{box-sizing:border-box}",
+  "table{border-collapse:collapse;font-size:12px;margin:2px 0}",
+  "th,td{border:1px solid var(--border);padding:2px 6px;text-align:right}",
+  "thead th,tbody th{background:var(--bg-code)}",
+  "img,svg{max-width:100%;height:auto}",
+  "pre,code{font-family:var(--mono);font-size:13px}",
+  "pre{margin:0;white-space:pre-wrap;word-break:break-word}",
+  "a{color:var(--accent)}",
+].join("");
+
+// htmlOutput shows kernel HTML in a shadow root of its own, so that its
+// <style> (a pandas Styler's #T_… rules, scikit-learn's diagram) styles it
+// and nothing else: selectors in a shadow root match only inside it, and
+// the page's rules do not reach in either. The output box it sits in
+// (.output[data-mime]) contains paint and is the containing block of
+// what is positioned in it, so nothing in it, position: fixed included, is
+// drawn outside it, whatever the shadow's :host rules do to the host (see
+// style.css).
+function htmlOutput(html) {
+  const host = el("div", "mime-html");
+  const shadow = host.attachShadow({ mode: "open" });
+  const { html: body, css } = sanitizeScopedHTML(html);
+  shadow.innerHTML = body;
+  shadow.prepend(...[SCOPED_CSS, ...css].map((text) => el("style", "", text)));
+  return host;
 }
 
 const ansi = new AnsiUp();
@@ -92,29 +302,50 @@ function isWait(o) {
   return o.wait === true || (o.metadata && o.metadata.wait === true);
 }
 
+// displayID is the display id an output carries (Jupyter's transient).
+function displayID(o) {
+  return (o.transient && o.transient.display_id) || "";
+}
+
 /**
  * OutputList keeps a cell's outputs as a notebook shows them: consecutive
  * streams of the same name merged, clear_output applied (with wait, at the
- * next output).
+ * next output, as JupyterLab does: the outputs stay until then, so the cell
+ * never shows empty in between), update_display_data applied to every
+ * output with its display id (in place; an update naming no output shown
+ * is dropped, as in JupyterLab).
  */
 export class OutputList {
   constructor() {
     this.items = [];
     this.pendingClear = false;
+    // updated holds the indices of items the last add replaced in place.
+    this.updated = new Set();
   }
 
   /**
    * add applies outputs in arrival order. It returns the index of the first
    * item that is not as it was (items.length before the call when only new
-   * items came).
+   * items came), updates in place aside: updated lists those.
    */
   add(outputs) {
     let first = this.items.length;
     const reset = () => {
       first = 0;
     };
+    this.updated = new Set();
     for (const o of outputs || []) {
       if (!o || !o.output_type) continue;
+      if (o.output_type === "update_display_data") {
+        const id = displayID(o);
+        this.items.forEach((it, i) => {
+          if (id && displayID(it) === id) {
+            this.items[i] = { ...it, data: o.data, metadata: o.metadata };
+            this.updated.add(i);
+          }
+        });
+        continue;
+      }
       if (o.output_type === "clear_output") {
         if (isWait(o)) this.pendingClear = true;
         else {
@@ -152,13 +383,18 @@ function utf8Base64(s) {
   return btoa(bin);
 }
 
+/** markdown renders markdown, its math typeset when KaTeX is there. */
+export function markdown(text) {
+  const d = el("div", "mime-markdown");
+  d.innerHTML = sanitizeHTML(marked.parse(text, { async: false }));
+  typeset(d);
+  return d;
+}
+
 function renderMime(mime, value, metadata) {
   switch (mime) {
-    case "text/html": {
-      const d = el("div", "mime-html");
-      d.innerHTML = sanitizeHTML(bundleText(value));
-      return d;
-    }
+    case "text/html":
+      return htmlOutput(bundleText(value));
     case "image/svg+xml": {
       // An SVG shown as an image cannot run script even if one slipped
       // through, and its ids and styles stay out of the page.
@@ -178,13 +414,10 @@ function renderMime(mime, value, metadata) {
       if (m && m.height) img.height = m.height;
       return img;
     }
-    case "text/markdown": {
-      const d = el("div", "mime-markdown");
-      d.innerHTML = sanitizeHTML(marked.parse(bundleText(value), { async: false }));
-      return d;
-    }
+    case "text/markdown":
+      return markdown(bundleText(value));
     case "text/latex":
-      return el("pre", "mime-latex", bundleText(value));
+      return latexOutput(bundleText(value));
     case "application/json": {
       let v = value;
       if (typeof v === "string") {
@@ -321,9 +554,7 @@ export class CellView {
       this.codeBox.replaceChildren();
       this.codeBox.hidden = code === "";
       if (type === "markdown") {
-        const d = el("div", "mime-markdown");
-        d.innerHTML = sanitizeHTML(marked.parse(code, { async: false }));
-        this.codeBox.append(d);
+        this.codeBox.append(markdown(code));
       } else if (type === "raw") {
         this.codeBox.append(el("pre", "raw", code));
       } else {
@@ -404,7 +635,12 @@ export class CellView {
   /** append adds live outputs in arrival order. */
   append(outputs) {
     const first = this.outputs.add(outputs);
+    // Everything changes in this one task: the browser paints the result,
+    // never a cell emptied by a clear that waited.
     while (this.outBox.children.length > first) this.outBox.lastElementChild.remove();
+    for (const i of this.outputs.updated) {
+      if (i < first) this.outBox.children[i].replaceWith(renderOutput(this.outputs.items[i]));
+    }
     for (const o of this.outputs.items.slice(first)) this.outBox.append(renderOutput(o));
   }
 

@@ -2,7 +2,10 @@
 // history, kept current by the server's event stream (SSE). The token comes
 // from the page's URL and goes back on every request.
 
-import { CellView, isLive } from "./render.js";
+import katex from "katex";
+import { CellView, isLive, setMath } from "./render.js";
+
+setMath(katex);
 
 const token = new URLSearchParams(location.search).get("token") || "";
 // The page's own controls, found once at load, before any cell is drawn:

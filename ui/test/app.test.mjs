@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { JSDOM } from "jsdom";
+import { deep } from "./dom.mjs";
 import { AppBridge } from "@modelcontextprotocol/ext-apps/app-bridge";
 
 const html = await readFile(new URL("../../mcpserver/ui/cell.html", import.meta.url), "utf8");
@@ -119,8 +120,8 @@ test("the view follows a handed-off run to its end and answers its input()", asy
     assert.ok(h.doc.querySelector(".cell-interrupt"));
     input.value = "Ada";
     h.doc.querySelector(".cell-input-send").click();
-    await until("the final cell", () => h.doc.querySelector('.cell[data-status="ok"] td'));
-    assert.equal(h.doc.querySelector("td").textContent, "42");
+    await until("the final cell", () => (() => { const c = h.doc.querySelector('.cell[data-status="ok"]'); return c && deep(c, "td"); })());
+    assert.equal(deep(h.doc, "td").textContent, "42");
     assert.equal(h.doc.querySelector(".cell").dataset.index, "0");
     assert.equal(h.doc.querySelectorAll(".cell").length, 1);
     assert.equal(h.doc.querySelector(".cell-interrupt"), null);

@@ -13,3 +13,22 @@ export async function loadRenderer() {
   const render = await import("../src/render.js");
   return { dom, window: w, render };
 }
+
+/** deepAll lists the elements under root matching sel, shadow roots included. */
+export function deepAll(root, sel) {
+  const found = [...root.querySelectorAll(sel)];
+  const hosts = [...(root.shadowRoot ? [root] : []), ...root.querySelectorAll("*")].filter((e) => e.shadowRoot);
+  for (const e of hosts) found.push(...deepAll(e.shadowRoot, sel));
+  return found;
+}
+
+/** deep is the first of deepAll(root, sel), or null. */
+export function deep(root, sel) {
+  return deepAll(root, sel)[0] || null;
+}
+
+/** deepHTML is root's markup with its shadow roots' markup after it. */
+export function deepHTML(root) {
+  const hosts = [...(root.shadowRoot ? [root] : []), ...deepAll(root, "*")].filter((e) => e.shadowRoot);
+  return root.innerHTML + hosts.map((e) => e.shadowRoot.innerHTML).join("");
+}

@@ -2,7 +2,7 @@
 // <script>, no on* handler, no javascript: URL, in HTML, markdown and SVG.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { loadRenderer } from "./dom.mjs";
+import { loadRenderer, deep, deepAll, deepHTML } from "./dom.mjs";
 
 const { window, render } = await loadRenderer();
 
@@ -37,21 +37,21 @@ function cellWith(data) {
 
 // inspect fails on anything that could run script in the rendered tree.
 function inspect(root, what) {
-  const html = root.innerHTML;
+  const html = deepHTML(root);
   assert.doesNotMatch(html, /<script/i, what + ": <script> survived");
   assert.doesNotMatch(html, /javascript:/i, what + ": javascript: URL survived");
-  for (const e of root.querySelectorAll("*")) {
+  for (const e of deepAll(root, "*")) {
     for (const a of e.attributes) assert.ok(!/^on/i.test(a.name), `${what}: ${e.tagName} kept ${a.name}`);
   }
   for (const tag of ["iframe", "object", "embed", "form", "input"]) {
-    assert.equal(root.querySelector(tag), null, `${what}: <${tag}> survived`);
+    assert.equal(deep(root, tag), null, `${what}: <${tag}> survived`);
   }
 }
 
 // fire dispatches the events hostile handlers wait for, so one that slipped
 // through would set window.pwned.
 function fire(root) {
-  for (const e of [root, ...root.querySelectorAll("*")]) {
+  for (const e of [root, ...deepAll(root, "*")]) {
     for (const type of ["error", "load", "click", "mouseover", "focus"]) e.dispatchEvent(new window.Event(type));
   }
 }
@@ -80,10 +80,10 @@ for (const data of hostile) {
 test("the harmless part of sanitized HTML is kept", () => {
   const v = new render.CellView();
   v.set(cellWith({ "text/html": '<table class="dataframe"><tr><th>a</th><td>1</td></tr></table><script>window.pwned=1</script>' }));
-  assert.equal(v.root.querySelector("td").textContent, "1");
+  assert.equal(deep(v.root, "td").textContent, "1");
   const a = new render.CellView();
   a.set(cellWith({ "text/html": '<a href="https://example.org/">x</a>' }));
-  assert.equal(a.root.querySelector("a").getAttribute("rel"), "noopener noreferrer");
+  assert.equal(deep(a.root, "a").getAttribute("rel"), "noopener noreferrer");
 });
 
 test("streams and tracebacks are text: their HTML is escaped", () => {

@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { JSDOM } from "jsdom";
+import { deep } from "./dom.mjs";
 
 const html = await readFile(new URL("../../mcpserver/ui/web.html", import.meta.url), "utf8");
 const TOKEN = "0123456789abcdef0123456789abcdef";
@@ -78,7 +79,7 @@ test("the page lists the sessions, shows the cells and follows the events", asyn
     },
   });
   try {
-    const td = await until("the history cell's table", () => p.doc.querySelector('.cell[data-index="0"] td'));
+    const td = await until("the history cell's table", () => (() => { const c = p.doc.querySelector('.cell[data-index="0"]'); return c && deep(c, "td"); })());
     assert.equal(td.textContent, "7");
     assert.deepEqual([...p.doc.querySelectorAll(".session-tab")].map((a) => a.dataset.sessionId), ["default", "other"]);
     for (const r of p.requests) assert.equal(r.headers.Authorization, "Bearer " + TOKEN, r.url + " carries the token");
