@@ -4,6 +4,7 @@
 
 import { App } from "./bridge.js";
 import { CellView, isLive } from "./render.js";
+import { setChartLoader } from "./charts.js";
 
 // view_run waits up to WAIT_S for news (output, a change of status), so the
 // view asks again as soon as an answer brings some; an answer without news
@@ -13,6 +14,17 @@ const POLL_MS = 500;
 
 const root = document.getElementById("root");
 const app = new App({ name: "kernel-mcp", version: "1" });
+
+// The chart libraries are resources of the server (ui://kernel-mcp/charts/),
+// read through the host when a chart appears: the view's first load stays
+// small, and nothing comes from outside the server.
+setChartLoader(async (name) => {
+  const uri = "ui://kernel-mcp/charts/" + name + ".js";
+  const r = await app.readServerResource({ uri });
+  const c = ((r && r.contents) || []).find((x) => x.uri === uri) || (r && r.contents && r.contents[0]);
+  if (!c || typeof c.text !== "string") throw new Error("the host gave no text for " + uri);
+  return c.text;
+});
 let views = [];
 let follow = 0; // bumped for each tool result, so an older poll loop stops
 let toolArgs = {};

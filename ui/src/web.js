@@ -3,6 +3,7 @@
 // from the page's URL and goes back on every request.
 
 import { CellView, isLive } from "./render.js";
+import { setChartLoader } from "./charts.js";
 
 const token = new URLSearchParams(location.search).get("token") || "";
 // The page's own controls, found once at load, before any cell is drawn:
@@ -60,6 +61,14 @@ async function apiJSON(path, init) {
   }
   return body || {};
 }
+
+// The chart libraries are served beside the page (/ui/charts/, gzipped),
+// fetched when a chart appears.
+setChartLoader(async (name) => {
+  const resp = await api("/ui/charts/" + encodeURIComponent(name) + ".js");
+  if (!resp.ok) throw new Error("loading the chart library " + name + ": " + resp.status + " " + resp.statusText);
+  return resp.text();
+});
 
 function sessionPath(id, rest) {
   return "/ui/api/sessions/" + encodeURIComponent(id) + rest;
