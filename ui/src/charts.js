@@ -184,11 +184,13 @@ const refusal = (uri) => new Error("the chart names " + String(uri).slice(0, 100
 /**
  * vegaLoader makes a Vega loader (from vega.loader) that fetches nothing:
  * data by URL is refused; a link (href) is kept only when http(s), and
- * opens in a new tab; an image only from a data: URL.
+ * opens in a new tab; an image only from a data: URL. The URLs of data
+ * refused are pushed on refused.
  */
-export function vegaLoader(vega) {
+export function vegaLoader(vega, refused = []) {
   const loader = vega.loader();
   const refuse = async (uri) => {
+    refused.push(String(uri));
     throw refusal(uri);
   };
   loader.load = refuse;
@@ -198,6 +200,7 @@ export function vegaLoader(vega) {
     const context = options && options.context;
     if (context === "href" && isWebURL(uri)) return { href: String(uri).trim(), target: "_blank", rel: "noopener noreferrer" };
     if (context === "image" && typeof uri === "string" && /^data:image\//i.test(uri)) return { href: uri };
+    if (context !== "href") refused.push(String(uri));
     throw refusal(uri);
   };
   return loader;
@@ -256,24 +259,27 @@ async function connected(el) {
   for (let i = 0; i < 600 && !el.isConnected; i++) await new Promise((r) => setTimeout(r, 50));
 }
 
+// draw draws chart in box; it resolves to a note for the person, or "".
 async function draw(box, chart) {
   await connected(box);
   if (chart.kind === "plotly") {
     const Plotly = await loadLibrary("plotly");
     const fig = plotlyFigure(chart.spec);
     await Plotly.newPlot(box, fig.data, fig.layout, fig.config);
-    return;
+    return "";
   }
   const { vega, embed, expressionInterpreter } = await loadLibrary("vega");
+  const refused = [];
   await embed(box, vegaSpec(chart.spec), {
     mode: chart.kind,
     renderer: "svg",
-    loader: vegaLoader(vega),
+    loader: vegaLoader(vega, refused),
     ast: true,
     expr: expressionInterpreter,
     actions: { export: true, source: false, compiled: false, editor: false },
     logLevel: vega.Error,
   });
+  return refused.length ? "data at " + refused[0].slice(0, 100) + " is not loaded: only data inside the chart is drawn" : "";
 }
 
 /**
@@ -292,9 +298,10 @@ export function renderChart(chart, fallback) {
   note.textContent = "loading the chart…";
   wrap.append(box, note);
   draw(box, chart).then(
-    () => {
+    (msg) => {
       wrap.dataset.chart = "drawn";
-      note.remove();
+      if (msg) note.textContent = msg;
+      else note.remove();
     },
     (err) => {
       wrap.dataset.chart = "failed";

@@ -82,7 +82,8 @@ test("plotlyFigure cleans every string, drops images by URL, and sends nothing a
 });
 
 test("the Vega loader loads no URL and keeps only http(s) links", async () => {
-  const l = vegaLoader(vega);
+  const refused = [];
+  const l = vegaLoader(vega, refused);
   await assert.rejects(l.load("https://example.org/data.csv"));
   await assert.rejects(l.load("data.csv"));
   await assert.rejects(l.sanitize("javascript:window.__pwned=1", { context: "href" }));
@@ -91,6 +92,7 @@ test("the Vega loader loads no URL and keeps only http(s) links", async () => {
   await assert.rejects(l.sanitize("https://example.org/i.png", { context: "image" }));
   assert.deepEqual(await l.sanitize("https://example.org/", { context: "href" }), { href: "https://example.org/", target: "_blank", rel: "noopener noreferrer" });
   assert.equal((await l.sanitize("data:image/png;base64,AA", { context: "image" })).href, "data:image/png;base64,AA");
+  assert.ok(refused.includes("https://example.org/data.csv") && !refused.some((u) => u.includes("javascript")), JSON.stringify(refused));
   const spec = vegaSpec({ ...vlSpec, usermeta: { embedOptions: { ast: false, loader: { baseURL: "https://evil.example" } }, keep: 1 } });
   assert.deepEqual(spec.usermeta, { keep: 1 });
 });
