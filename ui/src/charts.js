@@ -239,11 +239,16 @@ export function loadLibrary(name) {
     const p = (async () => {
       if (win()[GLOBALS[name]]) return win()[GLOBALS[name]];
       if (!loadCode) throw new Error("this view cannot load the chart library");
+      const t0 = performance.now();
       const code = await loadCode(name);
+      const t1 = performance.now();
       const s = document.createElement("script");
       s.textContent = code;
       document.head.append(s);
       s.remove();
+      // How long fetching and running took, for the browser tests' figures.
+      performance.measure?.("kernel-mcp chart library " + name + ": fetch", { start: t0, end: t1 });
+      performance.measure?.("kernel-mcp chart library " + name + ": run", { start: t1, end: performance.now() });
       const lib = win()[GLOBALS[name]];
       if (!lib) throw new Error("the chart library " + name + " did not load (blocked by the page's Content-Security-Policy?)");
       return lib;
