@@ -281,7 +281,7 @@ func logChartTimes(t *testing.T, view string, cases []map[string]any) {
 		if c["name"] != "charts" && c["name"] != "chart-sanitize" {
 			continue
 		}
-		b, _ := json.Marshal(map[string]any{"timing": c["timing"], "requests": c["requests"], "cellViewBytes": c["cellViewBytes"], "hover": c["hover"], "vega": c["vega"]})
+		b, _ := json.Marshal(map[string]any{"timing": c["timing"], "requests": c["requests"], "cellViewBytes": c["cellViewBytes"], "hover": c["hover"], "vega": c["vega"], "libraries": c["libraries"]})
 		t.Logf("%s %s: %s", view, c["name"], b)
 	}
 }

@@ -185,7 +185,8 @@ async function checkCharts(page, target) {
   }, null, "vega-embed's marks");
   check(vega.symbols === 6 && vega.lines === 1, `vega-embed drew ${JSON.stringify(vega)}, want 6 points and a line`);
   const timing = await target.evaluate(() => window.__charts.map((c) => ({ kind: c.kind, ms: Math.round(c.done - c.shown), state: c.state })));
-  return { plotly, hover, afterToggle, vega, timing };
+  const libraries = await target.evaluate(() => performance.getEntriesByType("measure").filter((m) => m.name.startsWith("kernel-mcp chart library")).map((m) => m.name.replace("kernel-mcp chart library ", "") + " " + Math.round(m.duration) + " ms"));
+  return { plotly, hover, afterToggle, vega, timing, libraries };
 }
 
 // checkChartSanitize asserts that the hostile charts of
