@@ -2,8 +2,9 @@
 // images but run no JavaScript: a model. Plotly figures, Vega-Lite and Vega
 // specs and SVG documents are drawn in a headless Chrome, Chromium or Edge
 // found on the machine, driven over the DevTools protocol (chromedp) through
-// a pipe, in a page that carries plotly.js and Vega (page/render.html, built
-// by ui/build.mjs): nothing is fetched at render time.
+// a pipe, in a page that runs the views' plotly.js and Vega (package
+// chartlib, in the binary once) and page/render.js (built by ui/build.mjs):
+// nothing is fetched at render time.
 //
 // A chart spec comes from a kernel and is untrusted. The renderer parses it
 // as JSON, never evaluates it; the page fetches nothing a spec names (Vega's
@@ -42,10 +43,19 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/kernel-mcp/kernel-mcp/chartlib"
 )
 
-//go:embed page/render.html
-var renderPage string
+// renderScript draws a chart on the views' chart libraries (chartlib),
+// which run before it in each tab; built by ui/build.mjs from
+// ui/src/chartpage.js.
+//
+//go:embed page/render.js
+var renderScript string
+
+// blankPage is the document each tab starts from: about:blank's origin, no
+// file, nothing to fetch.
+const blankPage = "<!doctype html><html><head><meta charset=\"utf-8\"></head><body></body></html>"
 
 // Kind is what a spec is drawn with.
 type Kind string
@@ -575,7 +585,19 @@ func (b *browser) newTabIn(ctx, parent context.Context) (*tab, error) {
 		if tree.FrameTree == nil || tree.FrameTree.Frame == nil {
 			return false, errors.New("the tab has no frame")
 		}
-		if _, err := cdp.Call(ctx, tg, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: tree.FrameTree.Frame.ID, HTML: renderPage}); err != nil {
+		if _, err := cdp.Call(ctx, tg, page.SetDocumentContent, page.SetDocumentContentParams{FrameID: tree.FrameTree.Frame.ID, HTML: blankPage}); err != nil {
+			return false, err
+		}
+		for _, name := range chartlib.Names {
+			lib, ok := chartlib.Text(name)
+			if !ok {
+				return false, fmt.Errorf("the chart library %s is missing", name)
+			}
+			if _, err := chromedp.Evaluate[chromedp.Void](lib)(ctx, tg); err != nil {
+				return false, fmt.Errorf("loading %s: %w", name, err)
+			}
+		}
+		if _, err := chromedp.Evaluate[chromedp.Void](renderScript)(ctx, tg); err != nil {
 			return false, err
 		}
 		return chromedp.Evaluate[bool](`window.kmReady === true`)(ctx, tg)

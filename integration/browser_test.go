@@ -241,6 +241,51 @@ func haveIRkernel(t *testing.T) bool {
 	return err == nil
 }
 
+// chartCode makes the charts both views must draw interactively: a Plotly
+// scatter of three traces (12 points) and an Altair layered chart, shown
+// the way a notebook user does (fig.show(), display(chart)), which gives
+// Plotly's MIME type and Altair's default HTML.
+const chartCode = `import plotly.graph_objects as go
+fig = go.Figure([go.Scatter(x=[1, 2, 3, 4], y=[i + 1, i + 3, i + 2, i + 4], mode="markers", name=f"trace {i}") for i in range(3)])
+fig.update_layout(width=600, height=360, title="three traces")
+fig.show()
+import altair as alt, pandas as pd
+from IPython.display import display
+df = pd.DataFrame({"x": range(6), "y": [3, 1, 4, 1, 5, 9]})
+base = alt.Chart(df).encode(x="x:Q", y="y:Q", tooltip=["x", "y"])
+display(alt.layer(base.mark_line(), base.mark_point(size=80)).properties(width=400, height=200, title="layered"))
+print("charts done")`
+
+// chartSanitizeCode makes hostile charts: Plotly labels with an <img
+// onerror> and a javascript: link, a Vega-Lite chart whose points link to
+// javascript: URLs, and one whose data is at a URL off this machine.
+const chartSanitizeCode = `import plotly.graph_objects as go
+from IPython.display import display
+bad = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], mode="markers", name='<img src=x onerror="window.__pwned=1">evil'))
+bad.update_layout(width=500, height=300, title='<img src=x onerror="window.__pwned=1">title',
+    annotations=[dict(x=1.5, y=1.5, text='<a href="javascript:window.__pwned=1">click me</a>', showarrow=False)])
+bad.show()
+rows = [{"a": 1, "b": 2, "u": "javascript:window.__pwned=1"}, {"a": 2, "b": 3, "u": "javascript:void(window.__pwned=1)"}]
+display({"application/vnd.vegalite.v6.json": {"$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+    "data": {"values": rows}, "mark": {"type": "point", "size": 400, "filled": True},
+    "encoding": {"x": {"field": "a", "type": "quantitative"}, "y": {"field": "b", "type": "quantitative"}, "href": {"field": "u"}},
+    "width": 300, "height": 200}}, raw=True)
+display({"application/vnd.vegalite.v6+json": {"$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+    "data": {"url": "http://192.0.2.1/leak.json"}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}}, raw=True)
+print("chart sanitize done")`
+
+// logChartTimes logs the charts' time from output to drawn marks.
+func logChartTimes(t *testing.T, view string, cases []map[string]any) {
+	t.Helper()
+	for _, c := range cases {
+		if c["name"] != "charts" && c["name"] != "chart-sanitize" {
+			continue
+		}
+		b, _ := json.Marshal(map[string]any{"timing": c["timing"], "requests": c["requests"], "cellViewBytes": c["cellViewBytes"], "hover": c["hover"], "vega": c["vega"], "libraries": c["libraries"]})
+		t.Logf("%s %s: %s", view, c["name"], b)
+	}
+}
+
 // The cell view in a real browser and a real MCP Apps host: AppBridge and
 // the official TypeScript client on the origin of the server's streamable
 // HTTP endpoint. The driver's cases assert on the view's DOM.
@@ -253,6 +298,7 @@ func TestBrowserApp(t *testing.T) {
 		"chromium":  chromium,
 		"artifacts": artifacts,
 		"hostURL":   hostOrigin(t, host, startHTTPServer(t, "--max-wait", "2")),
+		"chartCode": chartCode, "chartSanitizeCode": chartSanitizeCode,
 	}
 	if haveIRkernel(t) {
 		cfg["rHostURL"] = hostOrigin(t, host, startHTTPServer(t, "--kernel", "ir"))
@@ -264,6 +310,7 @@ func TestBrowserApp(t *testing.T) {
 	cases := runBrowser(t, node, "app", cfg, func(name string, _ map[string]any) map[string]any {
 		return map[string]any{"error": "no sync point " + name + " in the app suite"}
 	})
+	logChartTimes(t, "cell view", cases)
 	for _, c := range cases {
 		if c["name"] == "latency" && c["latencyMedianMs"] != nil {
 			t.Logf("kernel output to the view's DOM: median %v ms over %v outputs (min %v, max %v)",
@@ -327,6 +374,11 @@ func TestBrowserWebView(t *testing.T) {
 		t.Fatalf("first run: %+v", out)
 	}
 	webURL := uiURL(t, s)
+	for sid, code := range map[string]string{"charts": chartCode, "charts-bad": chartSanitizeCode} {
+		if _, out := s.run(sid, code); out.Status != "ok" {
+			t.Fatalf("chart run in %s: %+v", sid, out)
+		}
+	}
 	ro := startServer(t, "--ui", "127.0.0.1:0", "--ui-readonly")
 	if _, out := ro.run("ro", "print('read only')"); out.Status != "ok" {
 		t.Fatalf("run in the read-only server: %+v", out)
@@ -396,6 +448,7 @@ func TestBrowserWebView(t *testing.T) {
 		}
 		return nil
 	})
+	logChartTimes(t, "web view", cases)
 	for _, c := range cases {
 		if c["name"] == "stream" && c["latencyMedianMs"] != nil {
 			t.Logf("kernel output to the web view's DOM: median %v ms over %v outputs (min %v, max %v)",

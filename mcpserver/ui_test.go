@@ -2,12 +2,16 @@ package mcpserver
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kernel-mcp/kernel-mcp/chartlib"
 )
 
 // uiDir returns the ui/ folder with its packages installed (npm ci when
@@ -57,17 +61,36 @@ func TestUIBundleFresh(t *testing.T) {
 				name, len(embedded), len(fresh))
 		}
 	}
-	// The page the chart renderer draws in (chartimage embeds it).
-	fresh, err := os.ReadFile(filepath.Join(dir, "render.html"))
+	// The script the chart renderer draws with (chartimage embeds it).
+	fresh, err := os.ReadFile(filepath.Join(dir, "render.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed, err := os.ReadFile(filepath.Join("..", "chartimage", "page", "render.html"))
+	committed, err := os.ReadFile(filepath.Join("..", "chartimage", "page", "render.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(fresh, committed) {
-		t.Errorf("chartimage/page/render.html differs from a fresh build of ui/ (%d bytes committed, %d built): run cd ui && npm ci && npm run build, and commit the result", len(committed), len(fresh))
+		t.Errorf("chartimage/page/render.js differs from a fresh build of ui/ (%d bytes committed, %d built): run cd ui && npm ci && npm run build, and commit the result", len(committed), len(fresh))
+	}
+	// The chart libraries, by content: another zlib may gzip them otherwise.
+	for _, name := range chartlib.Names {
+		gz, err := os.ReadFile(filepath.Join(dir, name+".js.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if committed, _ := chartlib.Text(name); committed != string(fresh) {
+			t.Errorf("chartlib/%s.js.gz differs from a fresh build of ui/ (%d bytes committed, %d built): run cd ui && npm ci && npm run build, and commit the result",
+				name, len(committed), len(fresh))
+		}
 	}
 }
 

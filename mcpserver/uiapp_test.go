@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/chartlib"
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
@@ -238,6 +240,30 @@ func TestAppClientsSeeTheSame(t *testing.T) {
 		listed := slices.ContainsFunc(list.Resources, func(r *mcp.Resource) bool { return r.URI == cellURI && r.MIMEType == appMIMEType })
 		if listed != (cs == app) {
 			t.Errorf("resources/list (app client: %v) lists the view: %v", cs == app, listed)
+		}
+		charts := slices.ContainsFunc(list.Resources, func(r *mcp.Resource) bool { return strings.HasPrefix(r.URI, chartURIPrefix) })
+		if charts != (cs == app) {
+			t.Errorf("resources/list (app client: %v) lists the chart libraries: %v", cs == app, charts)
+		}
+	}
+	// The chart libraries the view loads when a chart appears.
+	for _, name := range chartlib.Names {
+		uri := chartURIPrefix + name + ".js"
+		rr, err := app.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := chartlib.Text(name)
+		if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != chartMIMEType || rr.Contents[0].Text != want || len(want) < 100_000 {
+			t.Fatalf("resources/read %s: %d contents", uri, len(rr.Contents))
+		}
+		rr, err = app.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri + ".gz"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gz, _ := chartlib.Gzip(name)
+		if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != chartGzipMIMEType || !bytes.Equal(rr.Contents[0].Blob, gz) {
+			t.Fatalf("resources/read %s.gz: %d contents", uri, len(rr.Contents))
 		}
 	}
 	rr, err := plain.ReadResource(ctx, &mcp.ReadResourceParams{URI: cellURI})

@@ -1,7 +1,9 @@
-// Builds the two views, and the page charts are drawn in for the model's
-// images, into single self-contained HTML files:
+// Builds the two views into single self-contained HTML files, the chart
+// libraries the views load when a chart appears into gzipped scripts, and
+// the script that draws charts for the model's images on those libraries:
 //   node build.mjs              writes ../mcpserver/ui/cell.html and web.html,
-//                               and ../chartimage/page/render.html
+//                               ../chartlib/plotly.js.gz and vega.js.gz, and
+//                               ../chartimage/page/render.js
 //   node build.mjs --out DIR    writes them into DIR instead
 //   node build.mjs --check      builds in memory; fails if the committed files differ
 // The output depends only on the sources and the locked packages: no
@@ -9,24 +11,23 @@
 
 import * as esbuild from "esbuild";
 import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { gzipSync, gunzipSync, constants as zlibConstants } from "node:zlib";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const committed = resolve(here, "../mcpserver/ui");
-// home is the folder a page is committed in.
-const home = (name) => (pages[name].dir ? resolve(here, pages[name].dir) : committed);
+// home is the folder a page or script is committed in.
+const home = (name) => ((pages[name] || scripts[name]).dir ? resolve(here, (pages[name] || scripts[name]).dir) : committed);
+
+// Scripts committed as they are built, next to the Go package that embeds
+// them: chartimage runs render.js after the chart libraries, in the browser
+// that draws charts for the model's images.
+const scripts = {
+  "render.js": { entry: "src/chartpage.js", dir: "../chartimage/page" },
+};
 
 const pages = {
-  // The page chartimage draws charts in, for the model's images: it goes
-  // next to the Go package that embeds it.
-  "render.html": {
-    entry: "src/chartpage.js",
-    title: "kernel-mcp chart renderer",
-    body: "",
-    dir: "../chartimage/page",
-    noStyle: true,
-  },
   "cell.html": {
     entry: "src/app.js",
     title: "kernel-mcp cell",
@@ -72,6 +73,27 @@ const katexFonts = {
     });
   },
 };
+
+// The chart libraries (see src/charts.js): scripts the views fetch from
+// their server and run when a chart appears, committed gzipped next to the
+// Go package that embeds and serves them. Compared by their content, not
+// their bytes: another zlib may compress the same script differently.
+const libsDir = resolve(here, "../chartlib");
+const libs = {
+  "plotly.js.gz": "src/chartlib-plotly.js",
+  "vega.js.gz": "src/chartlib-vega.js",
+};
+
+async function buildLibs() {
+  const out = {};
+  for (const [name, entry] of Object.entries(libs)) {
+    out[name] = await bundle({ entryPoints: [entry], format: "iife", platform: "browser", outfile: "out.js" });
+  }
+  return out;
+}
+
+const gunzipText = (buf) => gunzipSync(buf).toString("utf8");
+const gzip = (text) => gzipSync(Buffer.from(text, "utf8"), { level: zlibConstants.Z_BEST_COMPRESSION });
 
 async function bundle(options) {
   const r = await esbuild.build({
@@ -126,16 +148,24 @@ async function build() {
       throw new Error(`${name} is ${out[name].length} bytes, over its ${p.limit} byte budget`);
     }
   }
+  for (const [name, p] of Object.entries(scripts)) {
+    out[name] = (await bundle({ entryPoints: [p.entry], format: "iife", platform: "browser", outfile: "out.js" })) + "\n";
+  }
   return out;
 }
 
 const args = process.argv.slice(2);
 const files = await build();
+const libFiles = await buildLibs();
 if (args[0] === "--check") {
   let stale = [];
   for (const [name, text] of Object.entries(files)) {
     const old = await readFile(join(home(name), name), "utf8").catch(() => null);
     if (old !== text) stale.push(join(home(name), name));
+  }
+  for (const [name, text] of Object.entries(libFiles)) {
+    const old = await readFile(join(libsDir, name)).then(gunzipText, () => null);
+    if (old !== text) stale.push(join(libsDir, name));
   }
   if (stale.length) {
     console.error(`stale: ${stale.join(", ")} differ from a fresh build; run: cd ui && npm run build`);
@@ -149,5 +179,19 @@ if (args[0] === "--check") {
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, name), text);
     console.log(`${join(dir, name)}: ${Buffer.byteLength(text)} bytes`);
+  }
+  for (const [name, text] of Object.entries(libFiles)) {
+    const dir = out || libsDir;
+    await mkdir(dir, { recursive: true });
+    const path = join(dir, name);
+    // An unchanged library keeps its committed bytes.
+    const old = await readFile(path).catch(() => null);
+    if (old && gunzipText(old) === text) {
+      console.log(`${path}: unchanged (${Buffer.byteLength(text)} bytes, ${old.length} gzipped)`);
+      continue;
+    }
+    const gz = gzip(text);
+    await writeFile(path, gz);
+    console.log(`${path}: ${Buffer.byteLength(text)} bytes, ${gz.length} gzipped`);
   }
 }

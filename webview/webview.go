@@ -23,9 +23,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/chartlib"
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 )
@@ -85,6 +87,7 @@ func New(o Options) *Handler {
 	v := &view{o: o, digest: sha256.Sum256([]byte(o.Token))}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ui/{$}", v.page)
+	mux.HandleFunc("GET /ui/charts/{name}", v.chartLib)
 	mux.HandleFunc("GET /ui/api/sessions", v.sessions)
 	mux.HandleFunc("GET /ui/api/sessions/{id}/cells", v.cells)
 	mux.HandleFunc("GET /ui/api/events", v.events)
@@ -178,6 +181,44 @@ func (v *view) page(w http.ResponseWriter, r *http.Request) {
 	// styles, images as data: URLs, requests to this origin only.
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 	io.WriteString(w, v.o.HTML)
+}
+
+// chartLib serves a chart library the page loads when a chart appears
+// (chartlib): gzipped to a client that accepts it, as the binary holds it.
+// Behind the same guard as the page: the token, the Host, the origin.
+func (v *view) chartLib(w http.ResponseWriter, r *http.Request) {
+	name, ok := strings.CutSuffix(r.PathValue("name"), ".js")
+	gz, found := chartlib.Gzip(name)
+	if !ok || !found {
+		httpError(w, http.StatusNotFound, "no chart library "+r.PathValue("name"))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/javascript; charset=utf-8")
+	h.Set("Vary", "Accept-Encoding")
+	if acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+		h.Set("Content-Length", strconv.Itoa(len(gz)))
+		w.Write(gz)
+		return
+	}
+	text, _ := chartlib.Text(name)
+	h.Set("Content-Length", strconv.Itoa(len(text)))
+	io.WriteString(w, text)
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding allows gzip
+// (not refused with q=0).
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") && strings.TrimSpace(coding) != "*" {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
 }
 
 // session finds the session the path names; a missing one is a 404.

@@ -2,6 +2,7 @@ package webview_test
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/chartlib"
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
@@ -402,5 +404,49 @@ func TestReadOnly(t *testing.T) {
 	f.getJSON(t, "/ui/api/sessions/ro/cells", &cells)
 	if len(cells.Cells) != 1 {
 		t.Errorf("cells: %+v", cells.Cells)
+	}
+}
+
+// The chart libraries: gzipped to a client that accepts it, plain to one
+// that does not, behind the token and the origin check like the page.
+func TestChartLibraries(t *testing.T) {
+	f := newFixture(t, false)
+	for _, name := range chartlib.Names {
+		want, _ := chartlib.Text(name)
+		path := "/ui/charts/" + name + ".js"
+		resp := f.do(t, "GET", path, "", map[string]string{"Accept-Encoding": "gzip, deflate, br"})
+		code, body := status(t, resp)
+		if code != 200 || resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+			t.Fatalf("GET %s accepting gzip: %d %v", path, code, resp.Header)
+		}
+		zr, err := gzip.NewReader(strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil || string(plain) != want {
+			t.Fatalf("GET %s: the gzipped body is not the library (%d bytes, %v)", path, len(plain), err)
+		}
+		if resp.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("GET %s: Vary %q", path, resp.Header.Get("Vary"))
+		}
+		for _, ae := range []string{"identity", "gzip;q=0"} {
+			resp = f.do(t, "GET", path, "", map[string]string{"Accept-Encoding": ae})
+			code, body = status(t, resp)
+			if code != 200 || resp.Header.Get("Content-Encoding") != "" || body != want {
+				t.Errorf("GET %s with Accept-Encoding %s: %d, encoding %q, %d bytes", path, ae, code, resp.Header.Get("Content-Encoding"), len(body))
+			}
+		}
+		if code, _ := status(t, f.do(t, "GET", path, "", map[string]string{"Authorization": ""})); code != 401 {
+			t.Errorf("GET %s without the token: %d", path, code)
+		}
+		if code, _ := status(t, f.do(t, "GET", path, "", map[string]string{"Origin": "http://evil.example"})); code != 403 {
+			t.Errorf("GET %s from another origin: %d", path, code)
+		}
+	}
+	for _, bad := range []string{"/ui/charts/render.js", "/ui/charts/plotly", "/ui/charts/plotly.js.gz", "/ui/charts/..%2Fwebview.go"} {
+		if code, _ := status(t, f.do(t, "GET", bad, "", nil)); code != 404 {
+			t.Errorf("GET %s: %d, want 404", bad, code)
+		}
 	}
 }

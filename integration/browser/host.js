@@ -32,6 +32,36 @@ const ready = (async () => {
 window.hostReady = ready.then(() => true, (e) => { throw new Error("host: connecting: " + e); });
 window.listTools = async () => { await ready; return tools; };
 
+// viewCSP is the Content-Security-Policy a host puts on a view, from its
+// resource's _meta.ui.csp; without one, the restrictive default the MCP
+// Apps spec (2026-01-26, "Host Behavior") says hosts MUST use. The view
+// is held to it by a <meta http-equiv> at the top of its document, as
+// hosts that serve views through srcdoc do.
+function viewCSP(csp) {
+  const res = (csp?.resourceDomains || []).join(" ");
+  const connect = (csp?.connectDomains || []).join(" ");
+  const frames = (csp?.frameDomains || []).join(" ");
+  return [
+    "default-src 'none'",
+    `script-src 'self' 'unsafe-inline' ${res}`,
+    `style-src 'self' 'unsafe-inline' ${res}`,
+    `img-src 'self' data: ${res}`,
+    `font-src 'self' ${res}`,
+    `media-src 'self' data: ${res}`,
+    `connect-src ${connect || "'none'"}`,
+    `frame-src ${frames || "'none'"}`,
+    `base-uri ${(csp?.baseUriDomains || []).join(" ") || "'self'"}`,
+  ].map((d) => d.trim()).join("; ");
+}
+window.viewCSPs = [];
+window.viewSizes = []; // the views' HTML, in bytes, as the host reads them
+
+function withCSP(html, policy) {
+  const meta = `<meta http-equiv="Content-Security-Policy" content="${policy.replace(/"/g, "&quot;")}">`;
+  const m = /<head[^>]*>/i.exec(html);
+  return m ? html.slice(0, m.index + m[0].length) + meta + html.slice(m.index + m[0].length) : meta + html;
+}
+
 function resourceURI(tool) {
   const meta = tool?._meta || {};
   return meta.ui?.resourceUri || meta["ui/resourceUri"] || "";
@@ -81,7 +111,10 @@ window.runTool = async (name, args) => {
       throw e;
     }
   };
-  iframe.srcdoc = content.text;
+  const policy = viewCSP(content._meta?.ui?.csp);
+  window.viewCSPs.push({ frame: frameName, policy });
+  window.viewSizes.push(new TextEncoder().encode(content.text).length);
+  iframe.srcdoc = withCSP(content.text, policy);
 
   await init;
   await bridge.sendToolInput({ arguments: args });

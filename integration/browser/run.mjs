@@ -96,6 +96,9 @@ async function runCase(name, fn) {
   const context = await browser.newContext({ viewport: { width: 820, height: 700 } });
   const page = await context.newPage();
   const consoleLines = [];
+  // Every request of the case's pages and frames, for the offline checks.
+  page.requests = [];
+  context.on("request", (req) => page.requests.push(req.url()));
   page.on("console", (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
   page.on("pageerror", (e) => consoleLines.push(`pageerror: ${e}`));
   page.on("response", (resp) => { if (resp.status() >= 400) consoleLines.push(`http: ${resp.status()} ${resp.url().replace(/token=[^&]+/, "token=…")}`); });
@@ -291,6 +294,129 @@ async function updateSamples(target, marker) {
   const live = values.filter((v) => /'v(1?\d)'/.test(v) && !/'v0'/.test(v));
   check(live.length >= 1, `no update showed while the run went on (values seen: ${JSON.stringify(values)})`);
   return { samples: samples.length, liveValues: live.length };
+}
+
+// ---- charts, in either view ----
+
+// chartProbe (an init script, in every frame) records when each chart
+// element appears and when it is drawn, for the time from an output to
+// drawn marks.
+const chartProbe = () => {
+  window.__charts = [];
+  const seen = new Map();
+  const scan = () => {
+    for (const el of document.querySelectorAll(".mime-chart")) {
+      let r = seen.get(el);
+      if (!r) {
+        r = { kind: el.className, shown: performance.now() };
+        seen.set(el, r);
+        window.__charts.push(r);
+      }
+      if (el.dataset.chart !== "loading" && r.done === undefined) {
+        r.done = performance.now();
+        r.state = el.dataset.chart;
+      }
+    }
+  };
+  new MutationObserver(scan).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-chart"] });
+};
+
+// offline checks that every request the case made stayed on this machine.
+function offline(page) {
+  const away = page.requests.filter((u) => {
+    if (/^(data|blob|about):/.test(u)) return false;
+    try {
+      return !["127.0.0.1", "localhost", "[::1]"].includes(new URL(u).hostname);
+    } catch {
+      return true;
+    }
+  });
+  check(away.length === 0, `requests that left loopback: ${JSON.stringify(away.slice(0, 10))}`);
+  return page.requests.length;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? Math.round(s[Math.floor(s.length / 2)]) : null;
+};
+
+// checkCharts asserts on the charts of cfg.chartCode in target (the view's
+// frame, or the web view's page): a Plotly scatter of three traces, 12
+// points, with a hover label on a hovered point; an Altair layered chart
+// drawn by vega-embed.
+async function checkCharts(page, target) {
+  const states = await poll(target, () => {
+    const cs = [...document.querySelectorAll(".mime-chart")];
+    return cs.length >= 2 && cs.every((c) => c.dataset.chart !== "loading") ? cs.map((c) => c.className + ":" + c.dataset.chart + ":" + c.innerText.slice(0, 200)) : null;
+  }, null, "two charts drawn (or failed)");
+  check(states.every((s) => s.includes(":drawn")), `charts: ${JSON.stringify(states)}`);
+  const plotly = await poll(target, () => {
+    const p = document.querySelector(".chart-plotly");
+    const pts = p && p.querySelectorAll(".scatterlayer .point").length;
+    return pts ? { points: pts, traces: p.querySelectorAll(".scatterlayer .trace").length, legend: p.querySelectorAll(".legend .traces").length } : null;
+  }, null, "Plotly's points");
+  check(plotly.points === 12 && plotly.traces === 3, `Plotly drew ${JSON.stringify(plotly)}, want 12 points in 3 traces`);
+  // Hover a point: plotly.js shows its hover label.
+  const point = target.locator(".chart-plotly .scatterlayer .point").nth(5);
+  await point.scrollIntoViewIfNeeded();
+  const box = await point.boundingBox();
+  check(box, "the hovered point has no box");
+  await page.mouse.move(box.x + box.width / 2 - 3, box.y + box.height / 2 - 3);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 3 });
+  const hover = await poll(target, () => {
+    const h = document.querySelector(".chart-plotly .hoverlayer .hovertext");
+    return h ? h.textContent : null;
+  }, null, "Plotly's hover label", 10000);
+  // Toggle a legend entry: its trace is hidden.
+  await target.locator(".chart-plotly .legend .traces").first().click({ force: true });
+  const afterToggle = await poll(target, () => {
+    const n = document.querySelectorAll(".chart-plotly .scatterlayer .point").length;
+    return n === 8 ? n : null;
+  }, null, "a legend click to hide a trace (8 points left)", 10000);
+  const vega = await poll(target, () => {
+    const v = document.querySelector(".chart-vega-lite");
+    const svg = v && v.querySelector("svg.marks");
+    if (!svg) return null;
+    return { symbols: svg.querySelectorAll(".mark-symbol path").length, lines: svg.querySelectorAll(".mark-line path").length, title: svg.querySelector(".role-title-text")?.textContent || "" };
+  }, null, "vega-embed's marks");
+  check(vega.symbols === 6 && vega.lines === 1, `vega-embed drew ${JSON.stringify(vega)}, want 6 points and a line`);
+  const timing = await target.evaluate(() => window.__charts.map((c) => ({ kind: c.kind, ms: Math.round(c.done - c.shown), state: c.state })));
+  const libraries = await target.evaluate(() => performance.getEntriesByType("measure").filter((m) => m.name.startsWith("kernel-mcp chart library")).map((m) => m.name.replace("kernel-mcp chart library ", "") + " " + Math.round(m.duration) + " ms"));
+  return { plotly, hover, afterToggle, vega, timing, libraries };
+}
+
+// checkChartSanitize asserts that the hostile charts of
+// cfg.chartSanitizeCode ran nothing: clicked links, hovered points, and
+// window.__pwned still unset in the view and the page.
+async function checkChartSanitize(page, target) {
+  await poll(target, () => {
+    const cs = [...document.querySelectorAll(".mime-chart")];
+    return cs.length >= 3 && cs.every((c) => c.dataset.chart !== "loading") ? true : null;
+  }, null, "three hostile charts settled");
+  const states = await target.evaluate(() => [...document.querySelectorAll(".mime-chart")].map((c) => c.className + ":" + c.dataset.chart + ":" + c.innerText.slice(0, 120)));
+  check(states[0].includes(":drawn") && states[1].includes(":drawn"), `hostile charts: ${JSON.stringify(states)}`);
+  // Click every link in the charts, and every Vega point (their href is javascript:).
+  const links = target.locator(".mime-chart a");
+  const nLinks = await links.count();
+  for (let i = 0; i < nLinks; i++) await links.nth(i).click({ force: true, timeout: 5000 }).catch(() => {});
+  const marks = target.locator(".chart-vega-lite .mark-symbol path");
+  const nMarks = await marks.count();
+  for (let i = 0; i < nMarks; i++) await marks.nth(i).click({ force: true, timeout: 5000 }).catch(() => {});
+  await new Promise((r) => setTimeout(r, 500));
+  await poll(target, () => [...document.images].every((i) => i.complete), null, "every image settled");
+  const dom = await target.evaluate(() => ({
+    jsLinks: [...document.querySelectorAll(".mime-chart *")].filter((e) => /^\s*javascript:/i.test(e.getAttribute("href") || e.getAttribute("xlink:href") || e.getAttribute("src") || "")).length,
+    imgs: document.querySelectorAll(".mime-chart img").length,
+    handlers: [...document.querySelectorAll(".mime-chart *")].filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
+    legend: document.querySelector(".chart-plotly .legend")?.textContent || "",
+    pwned: window.__pwned,
+  }));
+  check(dom.pwned === undefined, `window.__pwned is ${dom.pwned}`);
+  check(await page.evaluate(() => window.__pwned) === undefined, "window.__pwned set in the page");
+  check(dom.jsLinks === 0 && dom.handlers === 0 && dom.imgs === 0, `unsafe markup in the charts: ${JSON.stringify(dom)}`);
+  check(nMarks === 2, `the Vega-Lite chart with javascript: hrefs drew ${nMarks} points, want 2`);
+  check(/192\.0\.2\.1\/leak\.json is not loaded/.test(states[2]), `the chart with data at a URL says nothing of it: ${states[2]}`);
+  return { links: nLinks, marks: nMarks, dom, states };
 }
 
 // ---- the MCP App suite ----
@@ -496,6 +622,28 @@ async function appSuite() {
     return { dom };
   });
 
+  await runCase("charts", async (page) => {
+    await page.addInitScript(chartProbe);
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "charts", code: cfg.chartCode });
+    await cellDone(frame, "ok");
+    const got = await checkCharts(page, frame);
+    const csp = await page.evaluate(() => window.viewCSPs.at(-1).policy);
+    check(/connect-src 'none'/.test(csp), `the view ran under ${csp}`);
+    const size = await page.evaluate(() => window.viewSizes.at(-1));
+    await page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view-charts.png") });
+    return { ...got, requests: offline(page), csp, cellViewBytes: size };
+  });
+
+  await runCase("chart-sanitize", async (page) => {
+    await page.addInitScript(chartProbe);
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "charts-bad", code: cfg.chartSanitizeCode });
+    await cellDone(frame, "ok");
+    const got = await checkChartSanitize(page, frame);
+    return { ...got, requests: offline(page) };
+  });
+
   await runCase("latency", async (page) => {
     await page.addInitScript(latencyProbe);
     await openHost(page);
@@ -681,6 +829,21 @@ async function webSuite() {
     await openSession(page, cfg.webURL, "web");
     await personRuns(page, UPDATE_CODE);
     return updateSamples(page, "display_id=True");
+  });
+
+  await runCase("charts", async (page) => {
+    await page.addInitScript(chartProbe);
+    await openSession(page, cfg.webURL, "charts");
+    const got = await checkCharts(page, page);
+    await page.screenshot({ path: join(cfg.artifacts, "web-view-charts.png"), fullPage: true });
+    return { ...got, requests: offline(page) };
+  });
+
+  await runCase("chart-sanitize", async (page) => {
+    await page.addInitScript(chartProbe);
+    await openSession(page, cfg.webURL, "charts-bad");
+    const got = await checkChartSanitize(page, page);
+    return { ...got, requests: offline(page) };
   });
 
   await runCase("readonly", async (page) => {

@@ -77,6 +77,14 @@ export class App {
     return this.request("tools/call", params);
   }
 
+  /**
+   * readServerResource reads a resource of the MCP server through the host
+   * (hosts that declare serverResources forward resources/read).
+   */
+  readServerResource(params) {
+    return this.request("resources/read", params);
+  }
+
   sendSizeChanged(params) {
     this.notify("ui/notifications/size-changed", params);
   }

@@ -1,12 +1,14 @@
-// The page chartimage loads into a headless browser to draw charts as PNG
+// The script chartimage runs in a headless browser to draw charts as PNG
 // images for the model: Plotly figures with plotly.js, Vega-Lite and Vega
-// specs with Vega, SVG through an <img>. The specs come from kernels and
-// are untrusted: they are parsed as JSON (never evaluated), and nothing
-// they name is fetched (the Vega loader refuses every URL; the browser
-// runs with no network besides).
-import Plotly from "plotly.js-dist-min";
-import * as vega from "vega";
-import { compile } from "vega-lite";
+// specs with Vega, SVG through an <img>. It runs after the views' chart
+// libraries (chartlib: ui/src/chartlib-*.js), which it takes from the
+// globals they set, so that the binary carries one copy of each. The specs
+// come from kernels and are untrusted: they are parsed as JSON (never
+// evaluated), and nothing they name is fetched (the Vega loader refuses
+// every URL; the browser runs with no network besides).
+const Plotly = globalThis.__kmPlotly;
+const { vega, vegaLite } = globalThis.__kmVega;
+const compile = (spec) => vegaLite.compile(spec);
 
 const MAX_SIDE = 4096;
 

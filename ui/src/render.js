@@ -9,6 +9,7 @@ import { marked } from "marked";
 import hljs from "highlight.js/lib/core";
 import python from "highlight.js/lib/languages/python";
 import r from "highlight.js/lib/languages/r";
+import { chartOf, renderChart } from "./charts.js";
 
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("r", r);
@@ -460,6 +461,15 @@ export function renderOutput(o) {
     case "execute_result":
     case "update_display_data": {
       const data = o.data || {};
+      // A chart (Plotly, Vega-Lite, Vega, Altair's HTML) before anything
+      // else the bundle has: charts.js draws it, interactive.
+      const chart = chartOf(data);
+      if (chart) {
+        wrap.dataset.mime = chart.mime;
+        const still = MIME_ORDER.find((m) => m in data && m.startsWith("image/"));
+        wrap.append(renderChart(chart, still && (() => renderMime(still, data[still], o.metadata))));
+        break;
+      }
       const mime = MIME_ORDER.find((m) => m in data) || Object.keys(data).find((m) => m.startsWith("text/"));
       if (!mime) {
         wrap.append(el("pre", "mime-none", "[output of type " + (Object.keys(data).join(", ") || "none") + " not shown]"));

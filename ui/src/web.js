@@ -4,6 +4,7 @@
 
 import katex from "katex";
 import { CellView, isLive, setMath } from "./render.js";
+import { setChartLoader } from "./charts.js";
 
 setMath(katex);
 
@@ -63,6 +64,14 @@ async function apiJSON(path, init) {
   }
   return body || {};
 }
+
+// The chart libraries are served beside the page (/ui/charts/, gzipped),
+// fetched when a chart appears.
+setChartLoader(async (name) => {
+  const resp = await api("/ui/charts/" + encodeURIComponent(name) + ".js");
+  if (!resp.ok) throw new Error("loading the chart library " + name + ": " + resp.status + " " + resp.statusText);
+  return resp.text();
+});
 
 function sessionPath(id, rest) {
   return "/ui/api/sessions/" + encodeURIComponent(id) + rest;

@@ -1,0 +1,54 @@
+// Package chartlib holds the chart libraries the notebook views load when a
+// chart appears: plotly.js, and Vega with Vega-Lite and vega-embed. They
+// are built from ui/ (ui/src/chartlib-*.js, cd ui && npm run build) and
+// committed gzipped, so that building the binary needs Go alone and the
+// binary carries them compressed. The cell view reads them as the
+// resources ui://kernel-mcp/charts/NAME.js (mcpserver), the web view as
+// /ui/charts/NAME.js (webview, served gzipped).
+package chartlib
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"io"
+	"slices"
+	"strings"
+)
+
+//go:embed plotly.js.gz vega.js.gz
+var files embed.FS
+
+// Names are the libraries, as the views ask for them.
+var Names = []string{"plotly", "vega"}
+
+// Gzip returns a library's script, gzipped, or false for an unknown name.
+func Gzip(name string) ([]byte, bool) {
+	if !slices.Contains(Names, name) {
+		return nil, false
+	}
+	b, err := files.ReadFile(name + ".js.gz")
+	if err != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+// Text returns a library's script. It decompresses on each call: a
+// library is read once per view that shows a chart, and nothing keeps the
+// megabytes in memory in between.
+func Text(name string) (string, bool) {
+	gz, ok := Gzip(name)
+	if !ok {
+		return "", false
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return "", false
+	}
+	var sb strings.Builder
+	if _, err := io.Copy(&sb, zr); err != nil {
+		return "", false
+	}
+	return sb.String(), true
+}

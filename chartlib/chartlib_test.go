@@ -1,0 +1,27 @@
+package chartlib
+
+import (
+	"strings"
+	"testing"
+)
+
+// Each library decompresses to the script that sets the global the views'
+// charts.js waits for.
+func TestLibraries(t *testing.T) {
+	for name, global := range map[string]string{"plotly": "__kmPlotly", "vega": "__kmVega"} {
+		text, ok := Text(name)
+		if !ok || len(text) < 100_000 {
+			t.Fatalf("%s: %d bytes, ok %v", name, len(text), ok)
+		}
+		if !strings.Contains(text, global) {
+			t.Errorf("%s does not set %s", name, global)
+		}
+		gz, _ := Gzip(name)
+		t.Logf("%s: %d bytes, %d gzipped", name, len(text), len(gz))
+	}
+	for _, bad := range []string{"", "../chartlib", "plotly.js", "render"} {
+		if _, ok := Gzip(bad); ok {
+			t.Errorf("Gzip(%q) found something", bad)
+		}
+	}
+}
