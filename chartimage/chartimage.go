@@ -319,12 +319,12 @@ func (r *Renderer) renderOnce(ctx context.Context, expr string) (png []byte, ret
 	case br.discarded.Load():
 		// Another render's timeout stopped the browser under this one,
 		// which deserves another try.
-		return nil, true, errors.New("the chart renderer was stopped for another chart")
+		return nil, true, errors.New("the chart renderer was stopped for another chart, and again on a second try")
 	default:
-		// The browser went away (killed, crashed): this image is lost; the
-		// next one starts another browser.
+		// The browser went away (killed, crashed), perhaps before this
+		// render began, unnoticed: it is tried once more on a new one.
 		r.discard(br)
-		return nil, false, fmt.Errorf("the chart renderer stopped while drawing this chart: %v", err)
+		return nil, true, fmt.Errorf("the chart renderer stopped while drawing this chart: %v", err)
 	}
 }
 

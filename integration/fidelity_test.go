@@ -33,6 +33,7 @@ var fidelityScripts = []string{"rich_display", "plots", "errors_and_magics", "st
 func TestNotebookFidelity(t *testing.T) {
 	t.Parallel()
 	requirePython(t, "nbclient", "nbformat", "matplotlib", "numpy", "pandas")
+	requireChartBrowser(t) // an SVG reaches the model as a PNG drawn from it
 	work := t.TempDir()
 	var scripts []string
 	for _, name := range fidelityScripts {
@@ -307,9 +308,13 @@ func notebookViewsAndSources(t *testing.T, path, cwd string) ([]cellView, []stri
 					v.Displays = append(v.Displays, strings.Join(mimes, ",")+"|"+plain)
 				}
 				// kernel-mcp shows one image per output, the first of
-				// these it has.
+				// these it has; an SVG as the PNG drawn from it, since
+				// models take raster images (a browser is on CI's machine).
 				for _, m := range []string{"image/png", "image/jpeg", "image/gif", "image/svg+xml"} {
 					if _, ok := o.Data[m]; ok {
+						if m == "image/svg+xml" {
+							m = "image/png"
+						}
 						v.Images = append(v.Images, m)
 						break
 					}
