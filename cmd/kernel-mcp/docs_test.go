@@ -26,6 +26,8 @@ var otherProgramsFlags = map[string]string{
 	"compare":                      "bench/context/context.py --compare",
 	"dump":                         "bench/context/context.py --dump",
 	"json":                         "bench/context/context.py --json",
+	"charts":                       "bench/context/context.py --charts",
+	"runs":                         "bench/charts/charts.py --runs",
 	"IPythonKernel._execute_sleep": "ipykernel's option",
 	"ZMQChannelsWebsocketConnection.iopub_data_rate_limit": "Jupyter Server's and Kernel Gateway's option",
 	"MappingKernelManager.cull_idle_timeout":               "Jupyter Server's and Enterprise Gateway's option",
