@@ -160,17 +160,23 @@ const UPDATE_CODE = [
   "    h.update(f'v{i}')",
 ].join("\n");
 
-// mathState reads the math in the cell whose code has marker.
-const mathState = (marker) => {
+// mathState reads the math in the cell whose code has marker; with
+// minKatex, it waits (null) until that many .katex are there.
+const mathState = (arg) => {
+  const [marker, minKatex] = Array.isArray(arg) ? arg : [arg, 0];
   const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
   const outs = c?.querySelector(".cell-outputs");
   if (!outs || !outs.innerText.includes("math done")) return null;
+  if (outs.querySelectorAll(".katex").length < minKatex) return null;
   const k = outs.querySelector(".katex");
   return {
     status: c.dataset.status,
     index: Number(c.dataset.index),
     katex: outs.querySelectorAll(".katex").length,
     display: outs.querySelectorAll(".katex-display").length,
+    mathml: outs.querySelectorAll("math").length,
+    displayMath: outs.querySelectorAll('math[display="block"]').length,
+    sourceLeft: outs.querySelectorAll(".math-source, .math[data-tex]:not(.math-done)").length,
     dollars: (outs.innerText.match(/\$/g) || []).length,
     latexSource: outs.querySelector(".mime-latex")?.textContent || "",
     font: k ? getComputedStyle(k).fontFamily : "",
@@ -661,8 +667,9 @@ async function appSuite() {
   });
 
 
-  // The cell view does not bundle KaTeX (its size budget): math shows as
-  // its TeX source there, as text.
+  // The cell view does not bundle KaTeX (its size budget): it reads KaTeX
+  // through the host when math appears and typesets it as MathML, which
+  // needs no font (the default CSP has no font-src: data: fonts are blocked).
   await runCase("math", async (page) => {
     await openHost(page);
     const { frame } = await runTool(page, "run_code", { session_id: "app", code: MATH_CODE });
@@ -670,10 +677,22 @@ async function appSuite() {
     // The tool result alone shows the streams; the recorded cell, which
     // view_run brings right after, has the displays.
     await poll(frame, () => Number(document.querySelector(".cell")?.dataset.index) >= 0, null, "the recorded cell");
-    const m = await poll(frame, mathState, "Latex", "the math outputs");
-    check(m.katex === 0, `KaTeX in the cell view: ${JSON.stringify(m)}`);
-    check(m.latexSource === "$\\alpha^2 + \\sum_i x_i$", `the LaTeX source is not shown as it is: ${JSON.stringify(m)}`);
-    return { math: m };
+    const m = await poll(frame, mathState, ["Latex", 3], "the math typeset (3 .katex)");
+    check(m.mathml >= 3, `want 3 MathML math elements: ${JSON.stringify(m)}`);
+    check(m.displayMath >= 1, `no display math: ${JSON.stringify(m)}`);
+    check(m.dollars === 0, `$ source left in the outputs: ${JSON.stringify(m)}`);
+    check(!m.sourceLeft, `math left as its source: ${JSON.stringify(m)}`);
+    const loaded = await frame.evaluate(() => performance.getEntriesByType("measure").filter((e) => e.name.includes("library katex")).map((e) => `${e.name}: ${Math.round(e.duration)} ms`));
+    check(loaded.length === 2, `KaTeX was not read through the host: ${JSON.stringify(loaded)}`);
+    const csp = await page.evaluate(() => window.viewCSPs.at(-1).policy);
+    check(!/font-src[^;]*data:/.test(csp), `the view ran under a CSP that allows data: fonts: ${csp}`);
+    const box = await frame.evaluate(() => {
+      const r = document.querySelector(".cell-outputs math")?.getBoundingClientRect();
+      return r ? { w: r.width, h: r.height } : null;
+    });
+    check(box && box.w > 20 && box.h > 8, `the MathML is not laid out: ${JSON.stringify(box)}`);
+    await page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view-math.png") });
+    return { math: m, box, loaded, csp };
   });
 
   await runCase("styled-html", async (page) => {

@@ -230,7 +230,9 @@ export function setChartLoader(fn) {
 
 // The bundles (ui/src/chartlib-*.js) set these globals on the window their
 // script runs in.
-const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega" };
+// (katex, which is no chart library, is loaded the same way by the cell
+// view when math appears.)
+const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega", katex: "__kmKatex" };
 const win = () => (typeof window !== "undefined" ? window : globalThis);
 
 /** loadLibrary runs a library's code once and resolves to what it exports. */

@@ -123,10 +123,17 @@ export function sanitizeSVG(svg) {
 // bundles KaTeX; the cell view, on a size budget, does not): without one,
 // math shows as its TeX source.
 let katex = null;
+let mathOutput = "htmlAndMathml";
 
-/** setMath registers KaTeX (the module) as the renderer of math. */
-export function setMath(k) {
+/**
+ * setMath registers KaTeX (the module) as the renderer of math. output is
+ * KaTeX's output option: "htmlAndMathml" (the default) needs KaTeX's CSS
+ * and fonts; "mathml" needs neither (the browser lays MathML out with its
+ * own fonts), for a view whose CSP loads no font (the cell view).
+ */
+export function setMath(k, output = "htmlAndMathml") {
   katex = k;
+  mathOutput = output;
 }
 
 // KaTeX's options: no \href, \url, \includegraphics or \htmlData
@@ -145,13 +152,16 @@ export function typeset(root) {
   for (const m of root.querySelectorAll(".math[data-tex]:not(.math-done)")) {
     const display = m.classList.contains("math-display");
     try {
-      katex.render(m.dataset.tex, m, { ...KATEX_OPTIONS, displayMode: display });
+      katex.render(m.dataset.tex, m, { ...KATEX_OPTIONS, output: mathOutput, displayMode: display });
       m.classList.add("math-done");
     } catch {
       /* left as its source */
     }
   }
-  for (const d of root.querySelectorAll(".mime-latex.math-source")) {
+  // (root itself too: latexOutput typesets the element it makes.)
+  const sources = [...root.querySelectorAll(".mime-latex.math-source")];
+  if (root.matches?.(".mime-latex.math-source")) sources.push(root);
+  for (const d of sources) {
     if (!d.querySelector(".math[data-tex]:not(.math-done)")) d.classList.remove("math-source");
   }
 }
