@@ -160,6 +160,43 @@ const UPDATE_CODE = [
   "    h.update(f'v{i}')",
 ].join("\n");
 
+// BOKEH_CODE shows a Bokeh figure the notebook way (output_notebook(),
+// show()): BokehJS is in neither view, so each must say what the plot is
+// and where to see it, and show no empty box.
+const BOKEH_CODE = [
+  "from bokeh.plotting import figure, show",
+  "from bokeh.io import output_notebook",
+  "output_notebook()",
+  "p = figure(title='bokeh rise', width=300, height=200)",
+  "p.line([1, 2, 3], [1, 3, 2])",
+  "show(p)",
+  "print('bokeh done')",
+].join("\n");
+
+// bokehState reads the Bokeh cell: the placeholder's text, and the outputs
+// shown that have nothing in them (an empty box).
+const bokehState = (marker) => {
+  const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
+  const outs = c?.querySelector(".cell-outputs");
+  if (!outs || !outs.innerText.includes("bokeh done") || !(Number(c.dataset.index) >= 0)) return null;
+  const ph = outs.querySelector(".bokeh-placeholder");
+  if (!ph) return null;
+  const empty = [...outs.querySelectorAll(".output")].filter((o) => {
+    if (o.hidden || getComputedStyle(o).display === "none") return false;
+    const text = window.__deepText(o).trim();
+    return !text && !window.__deepAll(o, "img, svg, canvas, math").length;
+  }).map((o) => o.outerHTML.slice(0, 200));
+  const r = ph.getBoundingClientRect();
+  return { placeholder: ph.innerText, visible: r.width > 100 && r.height > 20, empty, outputs: outs.innerText.slice(0, 600) };
+};
+
+const checkBokeh = (st) => {
+  check(/^Bokeh plot \u201cbokeh rise\u201d \(line\)/.test(st.placeholder), `the placeholder does not name the plot: ${JSON.stringify(st)}`);
+  check(/not drawn here/.test(st.placeholder) && /bokeh\.io\.save/.test(st.placeholder) && /export_png/.test(st.placeholder), `the placeholder does not say where to see it: ${JSON.stringify(st)}`);
+  check(st.visible, `the placeholder is not visible: ${JSON.stringify(st)}`);
+  check(st.empty.length === 0, `empty output boxes: ${JSON.stringify(st.empty)}`);
+};
+
 // mathState reads the math in the cell whose code has marker; with
 // minKatex, it waits (null) until that many .katex are there.
 const mathState = (arg) => {
@@ -695,6 +732,15 @@ async function appSuite() {
     return { math: m, box, loaded, csp };
   });
 
+  await runCase("bokeh", async (page) => {
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "app", code: BOKEH_CODE });
+    await cellDone(frame, "ok");
+    const st = await poll(frame, bokehState, "bokeh rise", "the Bokeh placeholder in the recorded cell");
+    checkBokeh(st);
+    return { bokeh: st };
+  });
+
   await runCase("styled-html", async (page) => {
     await openHost(page);
     const { frame } = await runTool(page, "run_code", { session_id: "app", code: STYLED_CODE });
@@ -842,6 +888,14 @@ async function webSuite() {
     const control = await page.evaluate(uncontained, ["background_gradient", controls]);
     check(Object.values(control).every(Boolean), `without containment the overlay should cover the controls: ${JSON.stringify(control)}`);
     return { styler: st.got, rule: st.rule, control };
+  });
+
+  await runCase("bokeh", async (page) => {
+    await openSession(page, cfg.webURL, "web");
+    await personRuns(page, BOKEH_CODE);
+    const st = await poll(page, bokehState, "bokeh rise", "the Bokeh placeholder in the recorded cell");
+    checkBokeh(st);
+    return { bokeh: st };
   });
 
   await runCase("display-update", async (page) => {

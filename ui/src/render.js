@@ -9,7 +9,7 @@ import { marked } from "marked";
 import hljs from "highlight.js/lib/core";
 import python from "highlight.js/lib/languages/python";
 import r from "highlight.js/lib/languages/r";
-import { chartOf, renderChart } from "./charts.js";
+import { chartOf, renderChart, bokehOf, bokehLabel, isBokehRoot, isBokehLoading, BOKEH_LOAD } from "./charts.js";
 
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("r", r);
@@ -448,6 +448,22 @@ function renderMime(mime, value, metadata) {
   }
 }
 
+// BOKEH_NOTE says where to see a Bokeh plot, since the views do not draw it.
+const BOKEH_NOTE =
+  "Interactive Bokeh plots are not drawn here (BokehJS is not in this view). " +
+  'To see it, save it as a page with bokeh.io.save(p, "plot.html") and open that file, ' +
+  'or as an image with bokeh.io.export_png(p, filename="plot.png").';
+
+// bokehPlaceholder stands for the plot of a Bokeh show() display: what it
+// is, where to see it, and the bundle's still image if it has one.
+function bokehPlaceholder(b, data, metadata) {
+  const box = el("div", "bokeh-placeholder");
+  box.append(el("div", "bokeh-label", bokehLabel(b)), el("div", "bokeh-note", BOKEH_NOTE));
+  const still = ["image/png", "image/jpeg", "image/svg+xml"].find((m) => m in data);
+  if (still) box.append(renderMime(still, data[still], metadata));
+  return box;
+}
+
 /** renderOutput returns the element for one output (not clear_output). */
 export function renderOutput(o) {
   const wrap = el("div", "output output-" + o.output_type);
@@ -478,6 +494,25 @@ export function renderOutput(o) {
         wrap.dataset.mime = chart.mime;
         const still = MIME_ORDER.find((m) => m in data && m.startsWith("image/"));
         wrap.append(renderChart(chart, still && (() => renderMime(still, data[still], o.metadata))));
+        break;
+      }
+      // Bokeh: BokehJS is not here. Its plot's display says what the plot
+      // is and where to see it; the empty <div> it would draw into is not
+      // shown (an empty box), and output_notebook()'s loader says it did not load.
+      const bokeh = bokehOf(data);
+      if (bokeh) {
+        wrap.dataset.mime = "application/vnd.bokehjs_exec.v0+json";
+        wrap.append(bokehPlaceholder(bokeh, data, o.metadata));
+        break;
+      }
+      const html = bundleText(data["text/html"]);
+      if ((isBokehRoot(html) || isBokehLoading(html)) && Object.keys(data).every((m) => m === "text/html" || m === "text/plain")) {
+        wrap.classList.add("output-bokeh-root");
+        wrap.hidden = true;
+        break;
+      }
+      if (BOKEH_LOAD in data) {
+        wrap.append(el("pre", "mime-none", "[BokehJS, which output_notebook() loads, is not loaded in this view: Bokeh plots show as a note]"));
         break;
       }
       const mime = MIME_ORDER.find((m) => m in data) || Object.keys(data).find((m) => m.startsWith("text/"));
