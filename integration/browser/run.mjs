@@ -908,7 +908,9 @@ async function webSuite() {
     await page.addInitScript(chartProbe);
     await openSession(page, cfg.webURL, "charts");
     const got = await checkCharts(page, page);
-    await page.screenshot({ path: join(cfg.artifacts, "web-view-charts.png"), fullPage: true });
+    // The page down to the chart cell's end (the README's screenshot).
+    const bottom = await page.evaluate(() => Math.ceil(document.querySelector(".cell").getBoundingClientRect().bottom + window.scrollY + 4));
+    await page.screenshot({ path: join(cfg.artifacts, "web-view-charts.png"), fullPage: true, clip: { x: 0, y: 0, width: 820, height: bottom } });
     return { ...got, requests: offline(page) };
   });
 
