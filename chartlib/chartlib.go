@@ -1,5 +1,6 @@
 // Package chartlib holds the chart libraries the notebook views load when a
-// chart appears: plotly.js, and Vega with Vega-Lite and vega-embed. They
+// chart appears: plotly.js, and Vega with Vega-Lite and vega-embed; and
+// KaTeX, which the cell view loads when math appears. They
 // are built from ui/ (ui/src/chartlib-*.js, cd ui && npm run build) and
 // committed gzipped, so that building the binary needs Go alone and the
 // binary carries them compressed. The cell view reads them as the
@@ -16,11 +17,13 @@ import (
 	"strings"
 )
 
-//go:embed plotly.js.gz vega.js.gz
+//go:embed plotly.js.gz vega.js.gz katex.js.gz
 var files embed.FS
 
-// Names are the libraries, as the views ask for them.
-var Names = []string{"plotly", "vega"}
+// Names are the libraries, as the views ask for them. katex is no chart
+// library: the cell view, which does not bundle KaTeX (its size budget),
+// loads it this way when math first appears.
+var Names = []string{"plotly", "vega", "katex"}
 
 // Gzip returns a library's script, gzipped, or false for an unknown name.
 func Gzip(name string) ([]byte, bool) {

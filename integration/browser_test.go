@@ -319,6 +319,7 @@ func TestBrowserApp(t *testing.T) {
 	}
 	if !t.Failed() {
 		updateScreenshot(t, artifacts, "cell-view.png")
+		updateScreenshot(t, artifacts, "cell-view-charts.png")
 	}
 }
 
@@ -463,5 +464,6 @@ func TestBrowserWebView(t *testing.T) {
 	}
 	if !t.Failed() {
 		updateScreenshot(t, artifacts, "web-view.png")
+		updateScreenshot(t, artifacts, "web-view-charts.png")
 	}
 }

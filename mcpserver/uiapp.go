@@ -105,7 +105,7 @@ func (s *Server) addApp() {
 			URI:         uri,
 			Name:        "chart-library-" + name,
 			Title:       "Chart library " + name + " for the cell view",
-			Description: "The script the cell view runs to draw " + map[string]string{"plotly": "Plotly figures", "vega": "Vega-Lite and Vega charts"}[name] + " interactively",
+			Description: "The script the cell view runs to draw " + map[string]string{"plotly": "Plotly figures", "vega": "Vega-Lite and Vega charts", "katex": "math (KaTeX, as MathML)"}[name] + " interactively",
 			MIMEType:    chartMIMEType,
 		}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			text, ok := chartlib.Text(name)

@@ -82,6 +82,8 @@ const libsDir = resolve(here, "../chartlib");
 const libs = {
   "plotly.js.gz": "src/chartlib-plotly.js",
   "vega.js.gz": "src/chartlib-vega.js",
+  // Not a chart library: KaTeX for the cell view, loaded when math appears.
+  "katex.js.gz": "src/chartlib-katex.js",
 };
 
 async function buildLibs() {

@@ -160,17 +160,60 @@ const UPDATE_CODE = [
   "    h.update(f'v{i}')",
 ].join("\n");
 
-// mathState reads the math in the cell whose code has marker.
-const mathState = (marker) => {
+// BOKEH_CODE shows a Bokeh figure the notebook way (output_notebook(),
+// show()): BokehJS is in neither view, so each must say what the plot is
+// and where to see it, and show no empty box.
+const BOKEH_CODE = [
+  "from bokeh.plotting import figure, show",
+  "from bokeh.io import output_notebook",
+  "output_notebook()",
+  "p = figure(title='bokeh rise', width=300, height=200)",
+  "p.line([1, 2, 3], [1, 3, 2])",
+  "show(p)",
+  "print('bokeh done')",
+].join("\n");
+
+// bokehState reads the Bokeh cell: the placeholder's text, and the outputs
+// shown that have nothing in them (an empty box).
+const bokehState = (marker) => {
+  const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
+  const outs = c?.querySelector(".cell-outputs");
+  if (!outs || !outs.innerText.includes("bokeh done") || !(Number(c.dataset.index) >= 0)) return null;
+  const ph = outs.querySelector(".bokeh-placeholder");
+  if (!ph) return null;
+  const empty = [...outs.querySelectorAll(".output")].filter((o) => {
+    if (o.hidden || getComputedStyle(o).display === "none") return false;
+    const text = window.__deepText(o).trim();
+    return !text && !window.__deepAll(o, "img, svg, canvas, math").length;
+  }).map((o) => o.outerHTML.slice(0, 200));
+  const r = ph.getBoundingClientRect();
+  return { placeholder: ph.innerText, visible: r.width > 100 && r.height > 20, empty, outputs: outs.innerText.slice(0, 600) };
+};
+
+const checkBokeh = (st) => {
+  check(/^Bokeh plot \u201cbokeh rise\u201d \(line\)/.test(st.placeholder), `the placeholder does not name the plot: ${JSON.stringify(st)}`);
+  check(/not drawn here/.test(st.placeholder) && /bokeh\.io\.save/.test(st.placeholder) && /export_png/.test(st.placeholder), `the placeholder does not say where to see it: ${JSON.stringify(st)}`);
+  check(st.visible, `the placeholder is not visible: ${JSON.stringify(st)}`);
+  check(st.empty.length === 0, `empty output boxes: ${JSON.stringify(st.empty)}`);
+};
+
+// mathState reads the math in the cell whose code has marker; with
+// minKatex, it waits (null) until that many .katex are there.
+const mathState = (arg) => {
+  const [marker, minKatex] = Array.isArray(arg) ? arg : [arg, 0];
   const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes(marker));
   const outs = c?.querySelector(".cell-outputs");
   if (!outs || !outs.innerText.includes("math done")) return null;
+  if (outs.querySelectorAll(".katex").length < minKatex) return null;
   const k = outs.querySelector(".katex");
   return {
     status: c.dataset.status,
     index: Number(c.dataset.index),
     katex: outs.querySelectorAll(".katex").length,
     display: outs.querySelectorAll(".katex-display").length,
+    mathml: outs.querySelectorAll("math").length,
+    displayMath: outs.querySelectorAll('math[display="block"]').length,
+    sourceLeft: outs.querySelectorAll(".math-source, .math[data-tex]:not(.math-done)").length,
     dollars: (outs.innerText.match(/\$/g) || []).length,
     latexSource: outs.querySelector(".mime-latex")?.textContent || "",
     font: k ? getComputedStyle(k).fontFamily : "",
@@ -661,8 +704,9 @@ async function appSuite() {
   });
 
 
-  // The cell view does not bundle KaTeX (its size budget): math shows as
-  // its TeX source there, as text.
+  // The cell view does not bundle KaTeX (its size budget): it reads KaTeX
+  // through the host when math appears and typesets it as MathML, which
+  // needs no font (the default CSP has no font-src: data: fonts are blocked).
   await runCase("math", async (page) => {
     await openHost(page);
     const { frame } = await runTool(page, "run_code", { session_id: "app", code: MATH_CODE });
@@ -670,10 +714,31 @@ async function appSuite() {
     // The tool result alone shows the streams; the recorded cell, which
     // view_run brings right after, has the displays.
     await poll(frame, () => Number(document.querySelector(".cell")?.dataset.index) >= 0, null, "the recorded cell");
-    const m = await poll(frame, mathState, "Latex", "the math outputs");
-    check(m.katex === 0, `KaTeX in the cell view: ${JSON.stringify(m)}`);
-    check(m.latexSource === "$\\alpha^2 + \\sum_i x_i$", `the LaTeX source is not shown as it is: ${JSON.stringify(m)}`);
-    return { math: m };
+    const m = await poll(frame, mathState, ["Latex", 3], "the math typeset (3 .katex)");
+    check(m.mathml >= 3, `want 3 MathML math elements: ${JSON.stringify(m)}`);
+    check(m.displayMath >= 1, `no display math: ${JSON.stringify(m)}`);
+    check(m.dollars === 0, `$ source left in the outputs: ${JSON.stringify(m)}`);
+    check(!m.sourceLeft, `math left as its source: ${JSON.stringify(m)}`);
+    const loaded = await frame.evaluate(() => performance.getEntriesByType("measure").filter((e) => e.name.includes("library katex")).map((e) => `${e.name}: ${Math.round(e.duration)} ms`));
+    check(loaded.length === 2, `KaTeX was not read through the host: ${JSON.stringify(loaded)}`);
+    const csp = await page.evaluate(() => window.viewCSPs.at(-1).policy);
+    check(!/font-src[^;]*data:/.test(csp), `the view ran under a CSP that allows data: fonts: ${csp}`);
+    const box = await frame.evaluate(() => {
+      const r = document.querySelector(".cell-outputs math")?.getBoundingClientRect();
+      return r ? { w: r.width, h: r.height } : null;
+    });
+    check(box && box.w > 20 && box.h > 8, `the MathML is not laid out: ${JSON.stringify(box)}`);
+    await page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view-math.png") });
+    return { math: m, box, loaded, csp };
+  });
+
+  await runCase("bokeh", async (page) => {
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "app", code: BOKEH_CODE });
+    await cellDone(frame, "ok");
+    const st = await poll(frame, bokehState, "bokeh rise", "the Bokeh placeholder in the recorded cell");
+    checkBokeh(st);
+    return { bokeh: st };
   });
 
   await runCase("styled-html", async (page) => {
@@ -825,6 +890,14 @@ async function webSuite() {
     return { styler: st.got, rule: st.rule, control };
   });
 
+  await runCase("bokeh", async (page) => {
+    await openSession(page, cfg.webURL, "web");
+    await personRuns(page, BOKEH_CODE);
+    const st = await poll(page, bokehState, "bokeh rise", "the Bokeh placeholder in the recorded cell");
+    checkBokeh(st);
+    return { bokeh: st };
+  });
+
   await runCase("display-update", async (page) => {
     await openSession(page, cfg.webURL, "web");
     await personRuns(page, UPDATE_CODE);
@@ -835,7 +908,9 @@ async function webSuite() {
     await page.addInitScript(chartProbe);
     await openSession(page, cfg.webURL, "charts");
     const got = await checkCharts(page, page);
-    await page.screenshot({ path: join(cfg.artifacts, "web-view-charts.png"), fullPage: true });
+    // The page down to the chart cell's end (the README's screenshot).
+    const bottom = await page.evaluate(() => Math.ceil(document.querySelector(".cell").getBoundingClientRect().bottom + window.scrollY + 4));
+    await page.screenshot({ path: join(cfg.artifacts, "web-view-charts.png"), fullPage: true, clip: { x: 0, y: 0, width: 820, height: bottom } });
     return { ...got, requests: offline(page) };
   });
 

@@ -3,8 +3,8 @@
 // view_run until the run is done. Its only channel is the host bridge.
 
 import { App } from "./bridge.js";
-import { CellView, isLive } from "./render.js";
-import { setChartLoader } from "./charts.js";
+import { CellView, isLive, setMath, typeset } from "./render.js";
+import { setChartLoader, loadLibrary } from "./charts.js";
 
 // view_run waits up to WAIT_S for news (output, a change of status), so the
 // view asks again as soon as an answer brings some; an answer without news
@@ -32,6 +32,28 @@ setChartLoader(async (name) => {
   if (!c || typeof c.text !== "string") throw new Error("the host gave no script for " + uri);
   return c.text;
 });
+
+// Math: the view does not bundle KaTeX (its size budget), so math first
+// shows as its TeX source (render.js marks it .math[data-tex]); when some
+// appears, KaTeX is read like a chart library (ui://kernel-mcp/charts/katex.js)
+// and typesets it in place, and every later output as it is drawn. KaTeX
+// writes MathML only: its HTML output needs its fonts, which the MCP Apps
+// default CSP blocks (default-src 'none' and no font-src, data: included),
+// while the browser lays MathML out with its own math fonts.
+let math = null;
+function mathLater() {
+  if (math || !document.querySelector(".math[data-tex]:not(.math-done)")) return;
+  math = loadLibrary("katex").then(
+    (katex) => {
+      setMath(katex, "mathml");
+      typeset(document);
+    },
+    () => {
+      /* the math stays as its source */
+    },
+  );
+}
+
 let views = [];
 let follow = 0; // bumped for each tool result, so an older poll loop stops
 let toolArgs = {};
@@ -121,6 +143,7 @@ function showCells(cells) {
     }
     views[i].set(c);
   });
+  mathLater();
 }
 
 function showMessage(text) {
@@ -164,6 +187,7 @@ async function followRun(sessionID, runID, me) {
       else {
         views[0].setMeta({ ...live, outputs: undefined });
         views[0].append(live.outputs);
+        mathLater();
       }
     }
     cursor = typeof v.cursor === "number" ? v.cursor : cursor;

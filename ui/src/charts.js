@@ -230,7 +230,9 @@ export function setChartLoader(fn) {
 
 // The bundles (ui/src/chartlib-*.js) set these globals on the window their
 // script runs in.
-const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega" };
+// (katex, which is no chart library, is loaded the same way by the cell
+// view when math appears.)
+const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega", katex: "__kmKatex" };
 const win = () => (typeof window !== "undefined" ? window : globalThis);
 
 /** loadLibrary runs a library's code once and resolves to what it exports. */
@@ -316,4 +318,72 @@ export function renderChart(chart, fallback) {
     },
   );
   return wrap;
+}
+
+// ---- Bokeh: not drawn, said ----
+
+// BokehJS is not in the views (nor loaded: Bokeh's own output would run
+// its script and fetch BokehJS from a CDN). show() after output_notebook()
+// sends a text/html display holding only the empty <div> BokehJS would
+// draw into, then a display of BOKEH_EXEC with the script that embeds the
+// plot's document; output_notebook() itself sends BOKEH_LOAD.
+export const BOKEH_EXEC = "application/vnd.bokehjs_exec.v0+json";
+export const BOKEH_LOAD = "application/vnd.bokehjs_load.v0+json";
+
+/** isBokehRoot reports whether html is only the empty <div> BokehJS draws a plot into. */
+export function isBokehRoot(html) {
+  return typeof html === "string" && html.length < 1000 && /^\s*<div\b[^>]*\bdata-root-id="[^"]*"[^>]*>\s*<\/div>\s*$/i.test(html);
+}
+
+/**
+ * isBokehLoading reports whether html is output_notebook()'s "Loading
+ * BokehJS ..." banner, which BokehJS would replace once loaded: here it
+ * never loads, and the BOKEH_LOAD display beside it says so.
+ */
+export function isBokehLoading(html) {
+  return typeof html === "string" && html.length < 50000 && html.includes("bk-notebook-logo") && /Loading BokehJS \.\.\./.test(html);
+}
+
+/**
+ * bokehOf returns what a Bokeh show() display says of its plot, as
+ * {kind, title, glyphs}, or null when data is not one. It reads the
+ * document JSON out of the script's text ("const docs_json = {...};"), as
+ * outputtext/bokeh.go does for the model, and never runs it; a bundle
+ * whose script cannot be read is {kind: "", title: "", glyphs: []}.
+ */
+export function bokehOf(data) {
+  if (!data || typeof data !== "object" || !(BOKEH_EXEC in data)) return null;
+  const out = { kind: "", title: "", glyphs: [] };
+  let js = data["application/javascript"];
+  js = Array.isArray(js) ? js.join("") : js;
+  if (typeof js !== "string" || js.length > MAX_EMBEDDED_HTML) return out;
+  const i = js.indexOf("docs_json = ");
+  const docs = i >= 0 ? firstJSONValue(js.slice(i + 12)) : null;
+  const doc = docs && Object.values(docs)[0];
+  const root = doc && Array.isArray(doc.roots) && doc.roots[0];
+  if (!root || typeof root !== "object") return out;
+  out.kind = typeof root.name === "string" ? root.name : "";
+  const t = root.attributes && root.attributes.title;
+  out.title = typeof t === "string" ? t : t && t.attributes && typeof t.attributes.text === "string" ? t.attributes.text : "";
+  // The glyphs of its renderers (Line, Scatter, VBar…), in a bounded walk.
+  const seen = new Set();
+  let budget = 20000;
+  const walk = (v, depth) => {
+    if (!v || typeof v !== "object" || depth > 40 || --budget < 0) return;
+    if (Array.isArray(v)) return v.forEach((x) => walk(x, depth + 1));
+    if (v.name === "GlyphRenderer" && v.attributes && v.attributes.glyph && typeof v.attributes.glyph.name === "string") seen.add(v.attributes.glyph.name);
+    for (const x of Object.values(v)) walk(x, depth + 1);
+  };
+  walk(root, 0);
+  out.glyphs = [...seen].slice(0, 8);
+  return out;
+}
+
+/** bokehLabel is the line that names a Bokeh plot: 'Bokeh plot "rise" (line, scatter)'. */
+export function bokehLabel(b) {
+  const kind = !b.kind || b.kind === "Figure" ? "plot" : b.kind.toLowerCase();
+  let s = "Bokeh " + kind;
+  if (b.title) s += " \u201c" + b.title.slice(0, 200) + "\u201d";
+  if (b.glyphs.length) s += " (" + b.glyphs.map((g) => g.toLowerCase()).join(", ") + ")";
+  return s;
 }

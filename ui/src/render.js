@@ -9,7 +9,7 @@ import { marked } from "marked";
 import hljs from "highlight.js/lib/core";
 import python from "highlight.js/lib/languages/python";
 import r from "highlight.js/lib/languages/r";
-import { chartOf, renderChart } from "./charts.js";
+import { chartOf, renderChart, bokehOf, bokehLabel, isBokehRoot, isBokehLoading, BOKEH_LOAD } from "./charts.js";
 
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("r", r);
@@ -123,10 +123,17 @@ export function sanitizeSVG(svg) {
 // bundles KaTeX; the cell view, on a size budget, does not): without one,
 // math shows as its TeX source.
 let katex = null;
+let mathOutput = "htmlAndMathml";
 
-/** setMath registers KaTeX (the module) as the renderer of math. */
-export function setMath(k) {
+/**
+ * setMath registers KaTeX (the module) as the renderer of math. output is
+ * KaTeX's output option: "htmlAndMathml" (the default) needs KaTeX's CSS
+ * and fonts; "mathml" needs neither (the browser lays MathML out with its
+ * own fonts), for a view whose CSP loads no font (the cell view).
+ */
+export function setMath(k, output = "htmlAndMathml") {
   katex = k;
+  mathOutput = output;
 }
 
 // KaTeX's options: no \href, \url, \includegraphics or \htmlData
@@ -145,13 +152,16 @@ export function typeset(root) {
   for (const m of root.querySelectorAll(".math[data-tex]:not(.math-done)")) {
     const display = m.classList.contains("math-display");
     try {
-      katex.render(m.dataset.tex, m, { ...KATEX_OPTIONS, displayMode: display });
+      katex.render(m.dataset.tex, m, { ...KATEX_OPTIONS, output: mathOutput, displayMode: display });
       m.classList.add("math-done");
     } catch {
       /* left as its source */
     }
   }
-  for (const d of root.querySelectorAll(".mime-latex.math-source")) {
+  // (root itself too: latexOutput typesets the element it makes.)
+  const sources = [...root.querySelectorAll(".mime-latex.math-source")];
+  if (root.matches?.(".mime-latex.math-source")) sources.push(root);
+  for (const d of sources) {
     if (!d.querySelector(".math[data-tex]:not(.math-done)")) d.classList.remove("math-source");
   }
 }
@@ -438,6 +448,22 @@ function renderMime(mime, value, metadata) {
   }
 }
 
+// BOKEH_NOTE says where to see a Bokeh plot, since the views do not draw it.
+const BOKEH_NOTE =
+  "Interactive Bokeh plots are not drawn here (BokehJS is not in this view). " +
+  'To see it, save it as a page with bokeh.io.save(p, "plot.html") and open that file, ' +
+  'or as an image with bokeh.io.export_png(p, filename="plot.png").';
+
+// bokehPlaceholder stands for the plot of a Bokeh show() display: what it
+// is, where to see it, and the bundle's still image if it has one.
+function bokehPlaceholder(b, data, metadata) {
+  const box = el("div", "bokeh-placeholder");
+  box.append(el("div", "bokeh-label", bokehLabel(b)), el("div", "bokeh-note", BOKEH_NOTE));
+  const still = ["image/png", "image/jpeg", "image/svg+xml"].find((m) => m in data);
+  if (still) box.append(renderMime(still, data[still], metadata));
+  return box;
+}
+
 /** renderOutput returns the element for one output (not clear_output). */
 export function renderOutput(o) {
   const wrap = el("div", "output output-" + o.output_type);
@@ -468,6 +494,25 @@ export function renderOutput(o) {
         wrap.dataset.mime = chart.mime;
         const still = MIME_ORDER.find((m) => m in data && m.startsWith("image/"));
         wrap.append(renderChart(chart, still && (() => renderMime(still, data[still], o.metadata))));
+        break;
+      }
+      // Bokeh: BokehJS is not here. Its plot's display says what the plot
+      // is and where to see it; the empty <div> it would draw into is not
+      // shown (an empty box), and output_notebook()'s loader says it did not load.
+      const bokeh = bokehOf(data);
+      if (bokeh) {
+        wrap.dataset.mime = "application/vnd.bokehjs_exec.v0+json";
+        wrap.append(bokehPlaceholder(bokeh, data, o.metadata));
+        break;
+      }
+      const html = bundleText(data["text/html"]);
+      if ((isBokehRoot(html) || isBokehLoading(html)) && Object.keys(data).every((m) => m === "text/html" || m === "text/plain")) {
+        wrap.classList.add("output-bokeh-root");
+        wrap.hidden = true;
+        break;
+      }
+      if (BOKEH_LOAD in data) {
+        wrap.append(el("pre", "mime-none", "[BokehJS, which output_notebook() loads, is not loaded in this view: Bokeh plots show as a note]"));
         break;
       }
       const mime = MIME_ORDER.find((m) => m in data) || Object.keys(data).find((m) => m.startsWith("text/"));

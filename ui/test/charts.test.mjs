@@ -128,3 +128,38 @@ test("a library that fails to load leaves a note and the still image", async () 
   assert.match(wrap.textContent, /could not be drawn: no such resource/);
   assert.ok(wrap.querySelector("img.mime-image"));
 });
+
+// Bokeh's show() output (outputtext/testdata: Bokeh 3.9, as a kernel sent it).
+const { readFileSync } = await import("node:fs");
+const bokehData = (name) => JSON.parse(readFileSync(new URL("../../outputtext/testdata/" + name + ".json", import.meta.url), "utf8"));
+
+test("a Bokeh plot is a placeholder that says what it is and where to see it, never an empty box", () => {
+  const line = charts.bokehOf(bokehData("bokeh_line"));
+  assert.equal(line.kind, "Figure");
+  assert.ok(line.glyphs.includes("Line"), JSON.stringify(line));
+  const el = render.renderOutput({ output_type: "display_data", data: bokehData("bokeh_line"), metadata: {} });
+  const text = el.textContent;
+  assert.match(text, /^Bokeh plot/);
+  if (line.title) assert.ok(text.includes(line.title), text);
+  assert.match(text, /not drawn here/);
+  assert.match(text, /bokeh\.io\.save/);
+  assert.match(text, /export_png/);
+  assert.equal(el.querySelector("script"), null);
+  const grid = render.renderOutput({ output_type: "display_data", data: bokehData("bokeh_grid"), metadata: {} });
+  assert.match(grid.textContent, /^Bokeh gridplot/);
+  // With a still image, the image too.
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  const withPNG = render.renderOutput({ output_type: "display_data", data: { ...bokehData("bokeh_line"), "image/png": png }, metadata: {} });
+  assert.ok(withPNG.querySelector(".bokeh-placeholder img"));
+  // A script that cannot be read still gives the placeholder.
+  const bare = render.renderOutput({ output_type: "display_data", data: { "application/vnd.bokehjs_exec.v0+json": "" }, metadata: {} });
+  assert.match(bare.textContent, /^Bokeh plot.*not drawn here/);
+  // The empty <div> BokehJS would draw into is not shown.
+  const root = render.renderOutput({ output_type: "display_data", data: { "text/html": '\n  <div id="a7ce4de8" data-root-id="p1008" style="display: contents;"></div>\n' }, metadata: {} });
+  assert.equal(root.hidden, true);
+  const banner = '<style>.bk-notebook-logo { display: block; }</style><div class="bk-root"><a href="https://bokeh.org" target="_blank" class="bk-notebook-logo"></a><span id="p1001">Loading BokehJS ...</span></div>';
+  assert.equal(render.renderOutput({ output_type: "display_data", data: { "text/html": banner }, metadata: {} }).hidden, true, "output_notebook()'s banner");
+  // output_notebook()'s loader says BokehJS is not loaded here.
+  const load = render.renderOutput({ output_type: "display_data", data: { "application/javascript": "x", "application/vnd.bokehjs_load.v0+json": "x" }, metadata: {} });
+  assert.match(load.textContent, /not loaded in this view/);
+});

@@ -119,3 +119,19 @@ test("clear_output(wait=True) keeps the outputs until the next one: never an emp
   assert.equal(v.outBox.children.length, 1);
   obs.disconnect();
 });
+
+test("MathML output (the cell view's, which loads no font): a math element, no KaTeX HTML", () => {
+  render.setMath(katex, "mathml");
+  try {
+    const el = render.renderOutput(latex("$\\alpha^2 + \\sum_i x_i$"));
+    assert.ok(el.querySelector(".katex math"), "KaTeX's MathML");
+    assert.equal(el.querySelector(".katex-html"), null, "no HTML that needs KaTeX's fonts");
+    assert.equal(el.querySelector(".math-source"), null);
+    const m = render.renderOutput(md("inline $x^2$ and $$\\int_0^1 x\\,dx$$"));
+    assert.equal(m.querySelectorAll("math").length, 2);
+    assert.ok(m.querySelector("math[display=block]"), "$$ is display math");
+    assert.ok(!m.textContent.includes("$"), m.textContent);
+  } finally {
+    render.setMath(katex);
+  }
+});
