@@ -230,7 +230,7 @@ export function setChartLoader(fn) {
 
 // The bundles (ui/src/chartlib-*.js) set these globals on the window their
 // script runs in.
-const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega" };
+const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega", widgets: "__kmWidgets" };
 const win = () => (typeof window !== "undefined" ? window : globalThis);
 
 /** loadLibrary runs a library's code once and resolves to what it exports. */
