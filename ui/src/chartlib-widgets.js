@@ -150,12 +150,21 @@ class Comm {
         buffer_paths: data.buffer_paths || [],
         buffers: (buffers || []).map(bufferToBase64),
       })
-      .catch((err) => this.manager.report(err.message))
-      .finally(() => {
-        const t = Date.now();
-        for (const k of Object.keys(data.state)) this.sentAt.set(k, t);
-        idle();
-      });
+      .then(
+        () => {
+          const t = Date.now();
+          for (const k of Object.keys(data.state)) this.sentAt.set(k, t);
+        },
+        (err) => {
+          // Refused (read-only, a model gone): the widget goes back to
+          // the kernel's state.
+          for (const k of Object.keys(data.state)) this.sentAt.delete(k);
+          this.manager.report(err.message);
+          return this.manager.reload();
+        },
+      )
+      .catch(() => {})
+      .finally(idle);
     return id;
   }
   // deliver applies a model's state as the server has it.
@@ -195,6 +204,11 @@ class Manager extends ManagerBase {
   }
   post(id, body) {
     return this.o.post(id, body);
+  }
+  // reload applies the state of every model as the server has it.
+  async reload() {
+    const r = await this.o.state();
+    this.apply(r.models || []);
   }
   async loadClass(className, moduleName) {
     const mod = MODULES[moduleName];
@@ -313,8 +327,8 @@ let styled = false;
 
 /**
  * createManager returns a widget manager for one session. o: {post(id,
- * body) → Promise, renderOutput(o) → Element, sanitizeHTML(s) → string,
- * onError(msg)}.
+ * body) → Promise, state() → Promise of the widgets endpoint's answer,
+ * renderOutput(o) → Element, sanitizeHTML(s) → string, onError(msg)}.
  */
 function createManager(o) {
   hooks = { renderOutput: o.renderOutput, sanitizeHTML: o.sanitizeHTML };

@@ -29,12 +29,12 @@ export function setupWidgets(io) {
         const lib = await loadLibrary("widgets");
         const m = lib.createManager({
           post: (id, body) => io.postJSON(io.sessionPath(session, "/widgets/" + encodeURIComponent(id)), body),
+          state: () => io.getJSON(io.sessionPath(session, "/widgets")),
           renderOutput,
           sanitizeHTML,
           onError: io.report,
         });
-        const r = await io.getJSON(io.sessionPath(session, "/widgets"));
-        m.apply(r.models || []);
+        await m.reload();
         return m;
       })();
       managers.set(session, p);
@@ -78,7 +78,7 @@ export function setupWidgets(io) {
       if (e.kind === "missed") {
         // Whatever changed meanwhile: the managers' state is read again.
         for (const [session, p] of managers) {
-          p.then((m) => io.getJSON(io.sessionPath(session, "/widgets")).then((r) => m.apply(r.models || []))).catch(() => {});
+          p.then((m) => m.reload()).catch(() => {});
         }
         return;
       }
