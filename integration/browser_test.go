@@ -413,6 +413,9 @@ func TestBrowserWebView(t *testing.T) {
 	if _, out := ro.run("ro", "print('read only')"); out.Status != "ok" {
 		t.Fatalf("run in the read-only server: %+v", out)
 	}
+	if _, out := ro.run("ro-widgets", "import ipywidgets as w\ns = w.IntSlider(value=3, min=0, max=10, description='n')\ns"); out.Status != "ok" {
+		t.Fatalf("widget run in the read-only server: %+v", out)
+	}
 	roURL := uiURL(t, ro)
 
 	// Two users of one server over HTTP.

@@ -913,6 +913,20 @@ async function webSuite() {
     return { note, requests: offline(page) };
   });
 
+  // Under --ui-readonly a widget is drawn live but a change is refused,
+  // said so, and the widget goes back to the kernel's value.
+  await runCase("widgets-readonly", async (page) => {
+    await openSession(page, cfg.readonlyURL, "ro-widgets");
+    await poll(page, () => document.querySelectorAll('[data-widget="live"] .widget-slider').length >= 1, null, "a live slider");
+    await page.locator(".widget-slider .noUi-handle").first().focus();
+    await page.keyboard.press("ArrowRight");
+    const message = await poll(page, () => { const m = document.querySelector(".page-message"); return m && !m.hidden && /read-only/.test(m.textContent) ? m.textContent : null; }, null, "the read-only refusal");
+    await poll(page, () => document.querySelector(".widget-slider .widget-readout")?.textContent === "3", null, "the slider back at 3", 10000).catch(() => {});
+    const value = await sliderValue(page, "n");
+    check(value === "3", `the slider shows ${value} after the refused change, want the kernel's 3`);
+    return { message: message.slice(0, 120), requests: offline(page) };
+  });
+
   await runCase("readonly", async (page) => {
     await openSession(page, cfg.readonlyURL, "ro");
     const before = await page.locator(".cell").count();
