@@ -17,7 +17,7 @@ import (
 	"strings"
 )
 
-//go:embed plotly.js.gz vega.js.gz katex.js.gz
+//go:embed plotly.js.gz vega.js.gz katex.js.gz widgets.js.gz
 var files embed.FS
 
 // Names are the libraries, as the views ask for them. katex is no chart
@@ -25,9 +25,14 @@ var files embed.FS
 // loads it this way when math first appears.
 var Names = []string{"plotly", "vega", "katex"}
 
+// Widgets is the ipywidgets frontend (ui/src/chartlib-widgets.js), which
+// only the web view loads, for its live widgets: it is not among Names,
+// the libraries every view and the chart image browser load.
+const Widgets = "widgets"
+
 // Gzip returns a library's script, gzipped, or false for an unknown name.
 func Gzip(name string) ([]byte, bool) {
-	if !slices.Contains(Names, name) {
+	if !slices.Contains(Names, name) && name != Widgets {
 		return nil, false
 	}
 	b, err := files.ReadFile(name + ".js.gz")

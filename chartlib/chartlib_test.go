@@ -8,7 +8,7 @@ import (
 // Each library decompresses to the script that sets the global the views'
 // charts.js waits for.
 func TestLibraries(t *testing.T) {
-	for name, global := range map[string]string{"plotly": "__kmPlotly", "vega": "__kmVega", "katex": "__kmKatex"} {
+	for name, global := range map[string]string{"plotly": "__kmPlotly", "vega": "__kmVega", "katex": "__kmKatex", "widgets": "__kmWidgets"} {
 		text, ok := Text(name)
 		if !ok || len(text) < 100_000 {
 			t.Fatalf("%s: %d bytes, ok %v", name, len(text), ok)

@@ -4,6 +4,9 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -179,4 +182,36 @@ func (ss *Session) WidgetText(o kernel.Output) (text string, ok bool) {
 		return "", false
 	}
 	return widgettext.Render(w, o)
+}
+
+// ErrUnknownWidget is returned by SendWidgetUpdate for a model the
+// session's kernel does not hold (never opened, closed, or dropped).
+var ErrUnknownWidget = errors.New("no such widget model in the session's kernel")
+
+// ErrNoKernel is returned by SendWidgetUpdate when the session runs no
+// kernel.
+var ErrNoKernel = errors.New("the session runs no kernel")
+
+// SendWidgetUpdate sends a change a view made to a widget model to the
+// session's kernel, as a frontend does: a comm_msg {"method": "update",
+// "state": state, "buffer_paths": bufferPaths} on shell, with buffers. It
+// goes only to a model the kernel's widget tracker holds, so that a view
+// cannot reach other comms (a kernel's own comm targets) through it. The
+// kernel answers with an echo_update, which the tracker applies and a
+// widget_update event carries.
+func (ss *Session) SendWidgetUpdate(ctx context.Context, modelID string, state map[string]any, bufferPaths [][]any, buffers [][]byte) error {
+	k := ss.RunningKernel()
+	if k == nil {
+		return ErrNoKernel
+	}
+	if _, ok := k.Widgets().Get(modelID); !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownWidget, modelID)
+	}
+	if state == nil {
+		state = map[string]any{}
+	}
+	if bufferPaths == nil {
+		bufferPaths = [][]any{}
+	}
+	return k.SendCommMsg(ctx, modelID, map[string]any{"method": "update", "state": state, "buffer_paths": bufferPaths}, buffers...)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -176,5 +177,61 @@ func TestWidgetUpdatesCoalesce(t *testing.T) {
 	ss.flushWidgets()
 	if e, ok := sub.TryNext(); ok {
 		t.Fatalf("an event after the reset: %+v", e)
+	}
+}
+
+// TestSendWidgetUpdate: a view's change to a widget reaches the kernel's
+// model, an interact reruns its function on it, and a comm the tracker
+// does not hold is refused.
+func TestSendWidgetUpdate(t *testing.T) {
+	requireWidgets(t)
+	e := newTestEngine(t, Config{})
+	ss, err := e.LookupOrCreate("wu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := runCode(t, e, ss, "import ipywidgets as w\ns = w.IntSlider(value=3)\ns")
+	id, ok := widgettext.ModelID(widgetView(t, b))
+	if !ok {
+		t.Fatal("no model id")
+	}
+	ctx := t.Context()
+	if err := ss.SendWidgetUpdate(ctx, id, map[string]any{"value": 7}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b := runCode(t, e, ss, "print(s.value)")
+		if out := fmt.Sprint(b.Result.Outputs); regexp.MustCompile(`\b7\b`).MatchString(out) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("s.value after the update: %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := ss.SendWidgetUpdate(ctx, "nope", map[string]any{"value": 1}, nil, nil); !errors.Is(err, ErrUnknownWidget) {
+		t.Errorf("unknown comm: %v, want ErrUnknownWidget", err)
+	}
+
+	b = runCode(t, e, ss, "def f(x):\n    print('x is', x)\nw.interact(f, x=5);")
+	view := widgetView(t, b)
+	text := func() string { s, _ := ss.WidgetText(view); return s }
+	var slider string
+	for _, m := range ss.Widgets().All() {
+		if m.ModelName() == "IntSliderModel" && m.State["description"] == "x" {
+			slider = m.ModelID
+		}
+	}
+	if slider == "" {
+		t.Fatalf("no slider x among the models: %s", text())
+	}
+	if err := ss.SendWidgetUpdate(ctx, slider, map[string]any{"value": 9}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for !regexp.MustCompile(`x is 9`).MatchString(text()) {
+		if time.Now().After(deadline.Add(5 * time.Second)) {
+			t.Fatalf("interact after the update: %q", text())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -274,6 +275,35 @@ display({"application/vnd.vegalite.v6+json": {"$schema": "https://vega.github.io
     "data": {"url": "http://192.0.2.1/leak.json"}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}}, raw=True)
 print("chart sanitize done")`
 
+// widgetCode shows live widgets: a slider, and an interact whose output
+// follows its slider.
+const widgetCode = `import ipywidgets as w
+s = w.IntSlider(value=3, min=0, max=10, description='n')
+display(s)
+def f(x):
+    print('x is', x)
+w.interact(f, x=w.IntSlider(value=5, min=0, max=10, description='x'));`
+
+// widgetSanitizeCode makes hostile widgets: HTML with a script and an
+// <img onerror>, descriptions that allow HTML, toggle button labels, and a
+// widget of a module the view does not have (which a CDN loader would
+// fetch from unpkg).
+const widgetSanitizeCode = `import ipywidgets as w
+from traitlets import Unicode
+evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+class Evil(w.DOMWidget):
+    _model_name = Unicode('EvilModel').tag(sync=True)
+    _model_module = Unicode('evil-widgets').tag(sync=True)
+    _model_module_version = Unicode('1.0.0').tag(sync=True)
+    _view_name = Unicode('EvilView').tag(sync=True)
+    _view_module = Unicode('evil-widgets<img src=x onerror="window.__pwned=5">').tag(sync=True)
+    _view_module_version = Unicode('1.0.0').tag(sync=True)
+display(w.HTML(evil + '<b>html widget</b>'), w.HTMLMath(evil + 'math widget'),
+    w.IntSlider(description=evil + 'desc', description_allow_html=True),
+    w.Checkbox(description=evil + 'check', description_allow_html=True),
+    w.ToggleButtons(options=[evil + 'tb', 'b']), w.Label(evil), Evil())
+print('widgets bad done')`
+
 // logChartTimes logs the charts' time from output to drawn marks.
 func logChartTimes(t *testing.T, view string, cases []map[string]any) {
 	t.Helper()
@@ -375,7 +405,7 @@ func TestBrowserWebView(t *testing.T) {
 		t.Fatalf("first run: %+v", out)
 	}
 	webURL := uiURL(t, s)
-	for sid, code := range map[string]string{"charts": chartCode, "charts-bad": chartSanitizeCode} {
+	for sid, code := range map[string]string{"charts": chartCode, "charts-bad": chartSanitizeCode, "widgets": widgetCode, "widgets-bad": widgetSanitizeCode} {
 		if _, out := s.run(sid, code); out.Status != "ok" {
 			t.Fatalf("chart run in %s: %+v", sid, out)
 		}
@@ -383,6 +413,9 @@ func TestBrowserWebView(t *testing.T) {
 	ro := startServer(t, "--ui", "127.0.0.1:0", "--ui-readonly")
 	if _, out := ro.run("ro", "print('read only')"); out.Status != "ok" {
 		t.Fatalf("run in the read-only server: %+v", out)
+	}
+	if _, out := ro.run("ro-widgets", "import ipywidgets as w\ns = w.IntSlider(value=3, min=0, max=10, description='n')\ns"); out.Status != "ok" {
+		t.Fatalf("widget run in the read-only server: %+v", out)
 	}
 	roURL := uiURL(t, ro)
 
@@ -429,6 +462,17 @@ func TestBrowserWebView(t *testing.T) {
 			if err := <-streamed; err != nil {
 				return map[string]any{"error": err.Error()}
 			}
+		case "client-code":
+			// The assistant runs code in a session and reads what it printed.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sid, _ := msg["session"].(string)
+			code, _ := msg["code"].(string)
+			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": sid, "code": code}})
+			if err != nil {
+				return map[string]any{"error": err.Error()}
+			}
+			return map[string]any{"text": text(res), "isError": res.IsError}
 		case "person-ran":
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -459,7 +503,7 @@ func TestBrowserWebView(t *testing.T) {
 	if runs == 1 && !drained {
 		<-streamed // the client's run ends before its server does
 	}
-	if runs != 1 {
+	if only := os.Getenv("KERNEL_MCP_TEST_BROWSER_CASES"); runs != 1 && (only == "" || slices.Contains(strings.Split(only, ","), "stream")) {
 		t.Errorf("the client ran %d times, want 1", runs)
 	}
 	if !t.Failed() {

@@ -84,12 +84,16 @@ const libs = {
   "vega.js.gz": "src/chartlib-vega.js",
   // Not a chart library: KaTeX for the cell view, loaded when math appears.
   "katex.js.gz": "src/chartlib-katex.js",
+  // The ipywidgets frontend, for the web view's live widgets; its style
+  // sheet goes in as text, which the bundle puts in a <style>.
+  "widgets.js.gz": { entry: "src/chartlib-widgets.js", loader: { ".css": "text" } },
 };
 
 async function buildLibs() {
   const out = {};
-  for (const [name, entry] of Object.entries(libs)) {
-    out[name] = await bundle({ entryPoints: [entry], format: "iife", platform: "browser", outfile: "out.js" });
+  for (const [name, lib] of Object.entries(libs)) {
+    const { entry, loader } = typeof lib === "string" ? { entry: lib } : lib;
+    out[name] = await bundle({ entryPoints: [entry], format: "iife", platform: "browser", outfile: "out.js", ...(loader ? { loader } : {}) });
   }
   return out;
 }

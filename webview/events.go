@@ -8,6 +8,7 @@ import (
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
 
 // Event is one engine event as the page reads it from the stream.
@@ -24,6 +25,7 @@ type Event struct {
 	Entries  int             `json:"entries"`
 	Missed   int             `json:"missed,omitempty"` // kind "missed": the page refetches
 	Error    string          `json:"error,omitempty"`  // kernel_died, a run that failed to run
+	Widget   *WidgetModel    `json:"widget,omitempty"` // widget_update: the keys that changed, or gone
 }
 
 func eventOf(e engine.Event) Event {
@@ -32,6 +34,18 @@ func eventOf(e engine.Event) Event {
 	if e.Output != nil {
 		o := historyOutput(*e.Output)
 		ev.Output = &o
+	}
+	if c := e.Widget; c != nil {
+		var outs []kernel.Output
+		if c.OutputsChanged {
+			outs = c.Outputs
+			if outs == nil {
+				outs = []kernel.Output{} // cleared
+			}
+		}
+		m := widgetModel(c.ModelID, c.State, outs)
+		m.Gone = c.Gone
+		ev.Widget = &m
 	}
 	if e.Err != nil {
 		ev.Error = e.Err.Error()

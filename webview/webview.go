@@ -94,6 +94,8 @@ func New(o Options) *Handler {
 	mux.HandleFunc("POST /ui/api/sessions/{id}/run", v.run)
 	mux.HandleFunc("POST /ui/api/sessions/{id}/interrupt", v.interrupt)
 	mux.HandleFunc("POST /ui/api/sessions/{id}/input", v.input)
+	mux.HandleFunc("GET /ui/api/sessions/{id}/widgets", v.widgets)
+	mux.HandleFunc("POST /ui/api/sessions/{id}/widgets/{model}", v.widgetUpdate)
 	mux.HandleFunc("GET /ui/api/sessions/{id}/notebook.ipynb", v.notebook)
 	mux.HandleFunc("GET /ui/api/sessions/{id}/script.py", v.script)
 	return &Handler{v: v, next: v.guard(mux)}

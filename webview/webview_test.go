@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -411,7 +412,8 @@ func TestReadOnly(t *testing.T) {
 // that does not, behind the token and the origin check like the page.
 func TestChartLibraries(t *testing.T) {
 	f := newFixture(t, false)
-	for _, name := range chartlib.Names {
+	// The chart libraries, and the widgets bundle the web view alone loads.
+	for _, name := range append(slices.Clone(chartlib.Names), chartlib.Widgets) {
 		want, _ := chartlib.Text(name)
 		path := "/ui/charts/" + name + ".js"
 		resp := f.do(t, "GET", path, "", map[string]string{"Accept-Encoding": "gzip, deflate, br"})

@@ -921,6 +921,87 @@ async function webSuite() {
     return { ...got, requests: offline(page) };
   });
 
+  // Live widgets: the slider and the interact of widgetCode, moved in the
+  // page (the keyboard on noUiSlider's handle), reach the kernel.
+  const sliderValue = (page, desc) => page.evaluate((d) => {
+    const s = [...document.querySelectorAll(".widget-slider")].find((e) => e.querySelector(".widget-label")?.textContent === d);
+    return s ? s.querySelector(".widget-readout")?.textContent : null;
+  }, desc);
+  await runCase("widgets", async (page) => {
+    await openSession(page, cfg.webURL, "widgets");
+    await poll(page, () => document.querySelectorAll('[data-widget="live"] .widget-slider').length >= 2, null, "two live sliders");
+    const handle = (desc) => page.locator(".widget-slider", { has: page.locator(".widget-label", { hasText: new RegExp("^" + desc + "$") }) }).locator(".noUi-handle").first();
+    check((await sliderValue(page, "n")) === "3", `slider n shows ${await sliderValue(page, "n")}, want 3`);
+    await handle("n").focus();
+    for (let i = 0; i < 4; i++) await page.keyboard.press("ArrowRight");
+    check((await sliderValue(page, "n")) === "7", `slider n shows ${await sliderValue(page, "n")} after 4 steps right`);
+    let got = "";
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      got = (await sync("client-code", { session: "widgets", code: "print('value', s.value)" })).text;
+      if (/value 7\b/.test(got) || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    check(/value 7\b/.test(got), `the kernel's s.value after the page moved it: ${got}`);
+    check(await page.evaluate(() => document.body.innerText.includes("x is 5")), "the interact's output x is 5 is not shown");
+    await handle("x").focus();
+    await page.keyboard.press("ArrowRight");
+    await poll(page, () => document.body.innerText.includes("x is 6") && !document.body.innerText.includes("x is 5"), null, "the interact's output following its slider (x is 6)");
+    await page.screenshot({ path: join(cfg.artifacts, "web-view-widgets.png"), fullPage: true });
+    return { kernel: got.trim(), requests: offline(page) };
+  });
+
+  // A tqdm bar advances in the page while the run goes on, and ends full.
+  await runCase("widgets-tqdm", async (page) => {
+    await openSession(page, cfg.webURL, "widgets");
+    await personRuns(page, "from tqdm.auto import tqdm\nimport time\nfor i in tqdm(range(50), desc='tq'):\n    time.sleep(0.1)\nprint('tqdm done')");
+    const seen = [];
+    const deadline = Date.now() + 60000;
+    for (;;) {
+      const st = await page.evaluate(() => {
+        const bars = [...document.querySelectorAll('[data-widget="live"] .widget-hprogress .progress-bar')];
+        const c = [...document.querySelectorAll(".cell")].find((e) => (e.querySelector(".cell-code")?.textContent || "").includes("tqdm(range(50)"));
+        return { width: bars.length ? bars[bars.length - 1].style.width : null, status: c?.dataset.status, done: (c?.innerText || "").includes("tqdm done") };
+      });
+      if (st.width && seen[seen.length - 1]?.width !== st.width) seen.push({ width: st.width, status: st.status });
+      if ((st.done && st.width === "100%") || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const during = seen.filter((x) => x.status !== "ok" && parseFloat(x.width) > 0 && parseFloat(x.width) < 100);
+    check(during.length >= 3, `the bar's width while the run went on: ${JSON.stringify(seen)}`);
+    check(seen.length && seen[seen.length - 1].width === "100%", `the bar ends at ${JSON.stringify(seen[seen.length - 1])}, want 100%`);
+    return { widths: seen.map((x) => x.width).join(" "), requests: offline(page) };
+  });
+
+  // Hostile widget state runs nothing, and no widget code is fetched.
+  await runCase("widgets-sanitize", async (page) => {
+    await page.addInitScript(() => { window.__pwned = undefined; });
+    await openSession(page, cfg.webURL, "widgets-bad");
+    await poll(page, () => document.body.innerText.includes("html widget") && document.body.innerText.includes("math widget") && document.querySelectorAll('[data-widget="live"]').length >= 6, null, "the hostile widgets drawn live");
+    const note = await poll(page, () => [...document.querySelectorAll(".widget-note")].map((e) => e.textContent).find((t) => t.includes("evil-widgets")), null, "a note for the unknown widget module");
+    // ipywidgets' own error view would set the names as HTML on a click.
+    await page.locator(".widget-note", { hasText: "evil-widgets" }).first().click();
+    await new Promise((r) => setTimeout(r, 1000));
+    const st = await page.evaluate(() => ({ pwned: window.__pwned, scripts: document.querySelectorAll(".cells script").length, handlers: document.querySelectorAll(".cells [onerror]").length }));
+    check(st.pwned === undefined, `window.__pwned is ${st.pwned}`);
+    check(st.scripts === 0 && st.handlers === 0, `scripts or handlers in the widgets: ${JSON.stringify(st)}`);
+    return { note, requests: offline(page) };
+  });
+
+  // Under --ui-readonly a widget is drawn live but a change is refused,
+  // said so, and the widget goes back to the kernel's value.
+  await runCase("widgets-readonly", async (page) => {
+    await openSession(page, cfg.readonlyURL, "ro-widgets");
+    await poll(page, () => document.querySelectorAll('[data-widget="live"] .widget-slider').length >= 1, null, "a live slider");
+    await page.locator(".widget-slider .noUi-handle").first().focus();
+    await page.keyboard.press("ArrowRight");
+    const message = await poll(page, () => { const m = document.querySelector(".page-message"); return m && !m.hidden && /read-only/.test(m.textContent) ? m.textContent : null; }, null, "the read-only refusal");
+    await poll(page, () => document.querySelector(".widget-slider .widget-readout")?.textContent === "3", null, "the slider back at 3", 10000).catch(() => {});
+    const value = await sliderValue(page, "n");
+    check(value === "3", `the slider shows ${value} after the refused change, want the kernel's 3`);
+    return { message: message.slice(0, 120), requests: offline(page) };
+  });
+
   await runCase("readonly", async (page) => {
     await openSession(page, cfg.readonlyURL, "ro");
     const before = await page.locator(".cell").count();

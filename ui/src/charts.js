@@ -231,8 +231,8 @@ export function setChartLoader(fn) {
 // The bundles (ui/src/chartlib-*.js) set these globals on the window their
 // script runs in.
 // (katex, which is no chart library, is loaded the same way by the cell
-// view when math appears.)
-const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega", katex: "__kmKatex" };
+// view when math appears; widgets by the web view for its live widgets.)
+const GLOBALS = { plotly: "__kmPlotly", vega: "__kmVega", katex: "__kmKatex", widgets: "__kmWidgets" };
 const win = () => (typeof window !== "undefined" ? window : globalThis);
 
 /** loadLibrary runs a library's code once and resolves to what it exports. */

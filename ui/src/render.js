@@ -464,6 +464,19 @@ function bokehPlaceholder(b, data, metadata) {
   return box;
 }
 
+export const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
+
+// widgetRenderer draws a widget view, in a view that has live widgets
+// (the web view sets it; see widgets.js): (view, fallback) → Element, view
+// being the output's WIDGET_MIME value and fallback() the element of what
+// else the output holds. Without it the output's text/plain stands for it.
+let widgetRenderer = null;
+
+/** setWidgetRenderer sets how this view draws widget views. */
+export function setWidgetRenderer(fn) {
+  widgetRenderer = fn;
+}
+
 /** renderOutput returns the element for one output (not clear_output). */
 export function renderOutput(o) {
   const wrap = el("div", "output output-" + o.output_type);
@@ -489,6 +502,13 @@ export function renderOutput(o) {
       const data = o.data || {};
       // A chart (Plotly, Vega-Lite, Vega, Altair's HTML) before anything
       // else the bundle has: charts.js draws it, interactive.
+      if (widgetRenderer && WIDGET_MIME in data) {
+        wrap.dataset.mime = WIDGET_MIME;
+        const rest = { ...data };
+        delete rest[WIDGET_MIME];
+        wrap.append(widgetRenderer(data[WIDGET_MIME], () => renderOutput({ ...o, data: rest }).firstChild || el("span")));
+        break;
+      }
       const chart = chartOf(data);
       if (chart) {
         wrap.dataset.mime = chart.mime;

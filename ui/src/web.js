@@ -5,6 +5,7 @@
 import katex from "katex";
 import { CellView, isLive, setMath } from "./render.js";
 import { setChartLoader } from "./charts.js";
+import { setupWidgets } from "./widgets.js";
 
 setMath(katex);
 
@@ -71,6 +72,15 @@ setChartLoader(async (name) => {
   const resp = await api("/ui/charts/" + encodeURIComponent(name) + ".js");
   if (!resp.ok) throw new Error("loading the chart library " + name + ": " + resp.status + " " + resp.statusText);
   return resp.text();
+});
+
+// Live widgets: the libraries' loader above fetches the widgets bundle too.
+const widgets = setupWidgets({
+  current: () => current,
+  getJSON: (path) => apiJSON(path),
+  postJSON: (path, body) => apiJSON(path, { method: "POST", body: JSON.stringify(body) }),
+  sessionPath: (id, rest) => sessionPath(id, rest),
+  report: (msg) => showMessage(".page-message", msg, true),
 });
 
 function sessionPath(id, rest) {
@@ -244,6 +254,7 @@ function liveView(runID, status) {
 // --- events -----------------------------------------------------------------
 
 function onEvent(e) {
+  widgets.onEvent(e);
   if (e.kind === "missed") {
     ended.clear();
     loadSessions();
