@@ -19,6 +19,7 @@ type chartOutput struct {
 		Text      string        `json:"text"`
 		TextFrom  string        `json:"text_from"`
 		Chart     *chartSummary `json:"chart"`
+		Resource  string        `json:"resource"`
 	} `json:"displays"`
 }
 

@@ -15,21 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// corpusOutput is what the corpus reads of run_code's structured content.
+// corpusOutput is what the corpus reads of run_code's structured content:
+// what the charts tests read, and the run's stdout and error.
 type corpusOutput struct {
-	Status      string        `json:"status"`
-	Stdout      string        `json:"stdout"`
-	Result      string        `json:"result"`
-	ResultFrom  string        `json:"result_from"`
-	ResultChart *chartSummary `json:"result_chart"`
-	Displays    []struct {
-		MimeTypes []string      `json:"mime_types"`
-		Text      string        `json:"text"`
-		TextFrom  string        `json:"text_from"`
-		Chart     *chartSummary `json:"chart"`
-		Resource  string        `json:"resource"`
-	} `json:"displays"`
-	Error *struct {
+	chartOutput
+	Stdout string `json:"stdout"`
+	Error  *struct {
 		EName  string `json:"ename"`
 		EValue string `json:"evalue"`
 		Line   int    `json:"line"`
