@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,6 +141,11 @@ func (o *Options) defaults() {
 // bigSpec is the spec size past which a tab is closed after its image,
 // rather than kept warm with the heap the chart grew.
 const bigSpec = 1 << 20
+
+// maxTmpDirLen is the longest profile path used as the browser's TMPDIR:
+// Chrome adds /org.chromium.Chromium.XXXXXX/SingletonSocket (44 bytes) to
+// it for a Unix socket, whose path may have at most 104.
+const maxTmpDirLen = 56
 
 // Errors a render can end with besides a chart's own.
 var (
@@ -431,17 +437,15 @@ func (b *browser) gone() bool { return b.ctx.Err() != nil }
 
 // startBrowser starts a browser and waits for it to answer.
 func startBrowser(ctx context.Context, path string, o Options) (*browser, error) {
-	dataDir, err := os.MkdirTemp("", "kernel-mcp-chart-")
+	sweepStaleProfiles(os.TempDir())
+	dataDir, err := os.MkdirTemp("", profilePrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("the chart renderer's profile folder: %w", err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(dataDir),
-		// Chrome's shared-memory files (disable-dev-shm-usage puts them
-		// in the temporary folder) stay in the profile, which stop
-		// removes, even when the browser is killed.
-		chromedp.Env("TMPDIR="+dataDir),
+
 		chromedp.DisableGPU,
 		// No network: a proxy that is not there for every host, loopback
 		// too, and a resolver that finds no host.
@@ -456,6 +460,14 @@ func startBrowser(ctx context.Context, path string, o Options) (*browser, error)
 		chromedp.WindowSize(1024, 768),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) { prepareCmd(cmd) }),
 	)
+	if len(dataDir) <= maxTmpDirLen {
+		// Chrome's shared-memory files (disable-dev-shm-usage puts them
+		// in the temporary folder) stay in the profile, which stop
+		// removes, even when the browser is killed. Not past
+		// maxTmpDirLen: Chrome's singleton socket goes there too, and a
+		// Unix socket's path is at most 104 bytes (macOS; 108 on Linux).
+		opts = append(opts, chromedp.Env("TMPDIR="+dataDir))
+	}
 	var confineErr error
 	if o.Confine != nil {
 		opts = append(opts, chromedp.NoSandbox, chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {

@@ -5,8 +5,8 @@ package chartimage
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"

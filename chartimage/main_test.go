@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "chartimage-test-")
+	tmp, err := os.MkdirTemp("", "ci-") // short: see maxTmpDirLen
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -30,7 +30,7 @@ px.bar(x=["a", "b"], y=[1, 3], title="confined")`)
 	var browsers int
 	for _, pid := range descendants(s.cmd.Process.Pid) {
 		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if !strings.Contains(string(cmdline), "kernel-mcp-chart-") || strings.HasPrefix(string(cmdline), "bwrap") {
+		if !strings.Contains(string(cmdline), "km-chart-") || strings.HasPrefix(string(cmdline), "bwrap") {
 			continue
 		}
 		browsers++
