@@ -58,9 +58,11 @@ func (k *Kernel) launchGateway(ctx context.Context) (*generation, error) {
 // A restart that lands during the readiness wait (the server's own
 // restarter racing a restart asked for here, or another client's) leaves
 // a fresh kernel under the same id, which is what every caller wants; the
-// wait starts over on a new WebSocket, a few times at most.
+// wait starts over on a new WebSocket, a few times at most (five: on a
+// loaded machine the server's restarter and a restart asked for here can
+// each land during a wait, and three tries ran out once in CI).
 func (k *Kernel) connectGateway(ctx context.Context, id string, owned bool) (*generation, error) {
-	const attempts = 3
+	const attempts = 5
 	for i := 1; ; i++ {
 		g, err := k.connectGatewayOnce(ctx, id, owned)
 		if err == nil || i == attempts || ctx.Err() != nil || !errors.Is(err, errRestartedWhileConnecting) {
