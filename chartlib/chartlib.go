@@ -26,8 +26,8 @@ var files embed.FS
 var Names = []string{"plotly", "vega", "katex"}
 
 // Widgets is the ipywidgets frontend (ui/src/chartlib-widgets.js), which
-// only the web view loads, for its live widgets: it is not among Names,
-// the libraries every view and the chart image browser load.
+// the views load for their live widgets: it is not among Names, the
+// libraries the chart image browser loads too.
 const Widgets = "widgets"
 
 // Gzip returns a library's script, gzipped, or false for an unknown name.

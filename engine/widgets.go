@@ -51,7 +51,42 @@ type widgetFeed struct {
 	delay  time.Duration // widgetCoalesce when 0
 
 	flushMu sync.Mutex // one flush at a time, so a model's events keep their order
+
+	// For views that poll (WidgetsSince): ver grows by one for every
+	// change to the followed kernel's models and whenever the kernel
+	// followed changes; base is ver when the models were last all
+	// replaced (a new kernel, a restart): a view's version below it is
+	// stale. changed holds each model's ver of its last change; wake is
+	// closed (and replaced) when ver grows.
+	ver, base uint64
+	changed   map[string]uint64
+	wake      chan struct{}
 }
+
+// bumpLocked records a change: of model id, or of every model when id is
+// empty.
+func (f *widgetFeed) bumpLocked(id string) {
+	f.ver++
+	if id == "" || len(f.changed) >= maxWidgetChanges {
+		// All replaced (or too many closed models remembered): every
+		// view reloads.
+		f.base, f.changed = f.ver, nil
+	}
+	if id != "" {
+		if f.changed == nil {
+			f.changed = make(map[string]uint64)
+		}
+		f.changed[id] = f.ver
+	}
+	if f.wake != nil {
+		close(f.wake)
+		f.wake = nil
+	}
+}
+
+// maxWidgetChanges bounds the models whose last change is remembered for
+// polling views (closed ones included).
+const maxWidgetChanges = 2 * kernel.MaxWidgetModels
 
 // followWidgets makes the session's widget_update events come from k, the
 // kernel it now runs.
@@ -60,6 +95,7 @@ func (ss *Session) followWidgets(k *kernel.Kernel) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopLocked()
+	f.bumpLocked("")
 	f.k = k
 	f.cancel = k.Widgets().Subscribe(func(e kernel.WidgetEvent) { ss.widgetChanged(k, e) })
 }
@@ -72,6 +108,7 @@ func (ss *Session) unfollowWidgets(k *kernel.Kernel) {
 	defer f.mu.Unlock()
 	if k == nil || f.k == k {
 		f.stopLocked()
+		f.bumpLocked("")
 	}
 }
 
@@ -88,14 +125,15 @@ func (f *widgetFeed) stopLocked() {
 // widgetChanged gathers one change; it runs on the kernel's reading
 // goroutine, so it only notes the change and arms the timer.
 func (ss *Session) widgetChanged(k *kernel.Kernel, e kernel.WidgetEvent) {
-	if ss.eng.events.Subscribers() == 0 {
-		return // nobody follows; the state stays readable in the kernel
-	}
 	f := &ss.widgets
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.k != k {
 		return
+	}
+	f.bumpLocked(e.ModelID) // a reset's is empty: every model
+	if ss.eng.events.Subscribers() == 0 {
+		return // nobody follows; the state stays readable in the kernel
 	}
 	if e.Kind == kernel.WidgetReset {
 		// kernel_restarted says every model is gone.

@@ -235,3 +235,21 @@ func TestSendWidgetUpdate(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The versions kept for polling views stay bounded: past
+// maxWidgetChanges models remembered, every view reloads instead.
+func TestWidgetVersionsBounded(t *testing.T) {
+	var f widgetFeed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range maxWidgetChanges {
+		f.bumpLocked(fmt.Sprint(i))
+	}
+	if f.base != 0 || len(f.changed) != maxWidgetChanges {
+		t.Fatalf("before the bound: base %d, %d remembered", f.base, len(f.changed))
+	}
+	f.bumpLocked("one more")
+	if f.base != f.ver || len(f.changed) != 1 || f.changed["one more"] != f.ver {
+		t.Errorf("past the bound: base %d ver %d, %d remembered", f.base, f.ver, len(f.changed))
+	}
+}

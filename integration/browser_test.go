@@ -280,6 +280,10 @@ print("chart sanitize done")`
 const widgetCode = `import ipywidgets as w
 s = w.IntSlider(value=3, min=0, max=10, description='n')
 display(s)
+clicks = []
+bt = w.Button(description='go')
+bt.on_click(lambda _: clicks.append(1))
+display(bt)
 def f(x):
     print('x is', x)
 w.interact(f, x=w.IntSlider(value=5, min=0, max=10, description='x'));`
@@ -329,6 +333,7 @@ func TestBrowserApp(t *testing.T) {
 		"artifacts": artifacts,
 		"hostURL":   hostOrigin(t, host, startHTTPServer(t, "--max-wait", "2")),
 		"chartCode": chartCode, "chartSanitizeCode": chartSanitizeCode,
+		"widgetCode": widgetCode, "widgetSanitizeCode": widgetSanitizeCode,
 	}
 	if haveIRkernel(t) {
 		cfg["rHostURL"] = hostOrigin(t, host, startHTTPServer(t, "--kernel", "ir"))

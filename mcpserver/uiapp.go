@@ -78,7 +78,7 @@ type ViewRunOutput struct {
 // Cell is a notebook cell as the views render it (engine.Cell).
 type Cell = engine.Cell
 
-// addApp registers the cell view and view_run, when the server offers a
+// addApp registers the cell view and its app-only tools, when the server offers a
 // tool that links the view.
 func (s *Server) addApp() {
 	if !slices.ContainsFunc(allTools, func(t string) bool { return cellTools[t] && s.offers(t) }) {
@@ -99,13 +99,13 @@ func (s *Server) addApp() {
 	// appears (resources/read): the view's own load stays small, and under
 	// the hosts' default CSP (connect-src 'none') a view fetches nothing
 	// itself; it runs the script it read as an inline script.
-	for _, name := range chartlib.Names {
+	for _, name := range append(slices.Clone(chartlib.Names), chartlib.Widgets) {
 		uri := chartURIPrefix + name + ".js"
 		s.mcp.AddResource(&mcp.Resource{
 			URI:         uri,
 			Name:        "chart-library-" + name,
 			Title:       "Chart library " + name + " for the cell view",
-			Description: "The script the cell view runs to draw " + map[string]string{"plotly": "Plotly figures", "vega": "Vega-Lite and Vega charts", "katex": "math (KaTeX, as MathML)"}[name] + " interactively",
+			Description: "The script the cell view runs to draw " + map[string]string{"plotly": "Plotly figures", "vega": "Vega-Lite and Vega charts", "katex": "math (KaTeX, as MathML)", chartlib.Widgets: "ipywidgets"}[name] + " interactively",
 			MIMEType:    chartMIMEType,
 		}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			text, ok := chartlib.Text(name)
@@ -136,6 +136,7 @@ func (s *Server) addApp() {
 		Meta:        mcp.Meta{"ui": map[string]any{"resourceUri": cellURI, "visibility": []string{"app"}}},
 	}
 	mcp.AddTool(s.mcp, view, exactOutput(view, s.viewRun))
+	s.addWidgetTools()
 	s.mcp.AddReceivingMiddleware(s.appOnly)
 }
 
@@ -221,7 +222,10 @@ func endStatus(r *engine.Run) (status, note string) {
 	return "ok", ""
 }
 
-// appOnly hides view_run from a client that did not declare the extension:
+// appTools are the tools only the cell view calls.
+var appTools = []string{viewRunTool, viewWidgetsTool, sendWidgetTool}
+
+// appOnly hides the app-only tools from a client that did not declare the extension:
 // tools/list leaves it out, and a call is refused as the SDK refuses an
 // unknown tool. resources/list leaves the view out for such a client too,
 // so that its lists stay as they were (and so do the chart libraries the
@@ -230,8 +234,8 @@ func (s *Server) appOnly(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
-			if r.Params != nil && r.Params.Name == viewRunTool && !declaresUI(r) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", viewRunTool)}
+			if r.Params != nil && slices.Contains(appTools, r.Params.Name) && !declaresUI(r) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", r.Params.Name)}
 			}
 			return next(ctx, method, req)
 		case *mcp.ListToolsRequest:
@@ -241,7 +245,7 @@ func (s *Server) appOnly(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				c := *lt
-				c.Tools = slices.DeleteFunc(slices.Clone(lt.Tools), func(t *mcp.Tool) bool { return t.Name == viewRunTool })
+				c.Tools = slices.DeleteFunc(slices.Clone(lt.Tools), func(t *mcp.Tool) bool { return slices.Contains(appTools, t.Name) })
 				return &c, nil
 			}
 			return res, err

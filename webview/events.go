@@ -13,19 +13,19 @@ import (
 
 // Event is one engine event as the page reads it from the stream.
 type Event struct {
-	Seq      uint64          `json:"seq"`
-	Kind     engine.Kind     `json:"kind"`
-	Session  string          `json:"session_id"`
-	Run      string          `json:"run_id"`
-	Tool     string          `json:"tool,omitempty"`
-	Output   *history.Output `json:"output"`
-	Status   string          `json:"status"`
-	Prompt   string          `json:"prompt"`
-	Password bool            `json:"password"`
-	Entries  int             `json:"entries"`
-	Missed   int             `json:"missed,omitempty"` // kind "missed": the page refetches
-	Error    string          `json:"error,omitempty"`  // kernel_died, a run that failed to run
-	Widget   *WidgetModel    `json:"widget,omitempty"` // widget_update: the keys that changed, or gone
+	Seq      uint64              `json:"seq"`
+	Kind     engine.Kind         `json:"kind"`
+	Session  string              `json:"session_id"`
+	Run      string              `json:"run_id"`
+	Tool     string              `json:"tool,omitempty"`
+	Output   *history.Output     `json:"output"`
+	Status   string              `json:"status"`
+	Prompt   string              `json:"prompt"`
+	Password bool                `json:"password"`
+	Entries  int                 `json:"entries"`
+	Missed   int                 `json:"missed,omitempty"` // kind "missed": the page refetches
+	Error    string              `json:"error,omitempty"`  // kernel_died, a run that failed to run
+	Widget   *engine.WidgetModel `json:"widget,omitempty"` // widget_update: the keys that changed, or gone
 }
 
 func eventOf(e engine.Event) Event {
@@ -43,7 +43,7 @@ func eventOf(e engine.Event) Event {
 				outs = []kernel.Output{} // cleared
 			}
 		}
-		m := widgetModel(c.ModelID, c.State, outs)
+		m := engine.NewWidgetModel(c.ModelID, c.State, outs)
 		m.Gone = c.Gone
 		ev.Widget = &m
 	}

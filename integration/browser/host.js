@@ -31,6 +31,8 @@ const ready = (async () => {
 })();
 window.hostReady = ready.then(() => true, (e) => { throw new Error("host: connecting: " + e); });
 window.listTools = async () => { await ready; return tools; };
+// callTool calls a tool as the model would, with no view.
+window.callTool = async (name, args) => { await ready; return client.callTool({ name, arguments: args }); };
 
 // viewCSP is the Content-Security-Policy a host puts on a view, from its
 // resource's _meta.ui.csp; without one, the restrictive default the MCP

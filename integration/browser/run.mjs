@@ -762,6 +762,92 @@ async function appSuite() {
     return updateSamples(frame, "display_id=True");
   });
 
+  // Live widgets in the cell view: drawn from the kernel's state (read
+  // through view_widgets), changed through send_widget.
+  const frameSlider = (frame, desc) => frame.evaluate((d) => {
+    const s = [...document.querySelectorAll(".widget-slider")].find((e) => e.querySelector(".widget-label")?.textContent === d);
+    return s ? s.querySelector(".widget-readout")?.textContent : null;
+  }, desc);
+  await runCase("widgets", async (page) => {
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "cw", code: cfg.widgetCode });
+    await cellDone(frame, "ok");
+    await poll(frame, () => document.querySelectorAll('[data-widget="live"] .widget-slider').length >= 2, null, "two live sliders in the cell view");
+    check((await frameSlider(frame, "n")) === "3", `slider n shows ${await frameSlider(frame, "n")}, want 3`);
+    const handle = (desc) => frame.locator(".widget-slider", { has: frame.locator(".widget-label", { hasText: new RegExp("^" + desc + "$") }) }).locator(".noUi-handle").first();
+    await handle("n").focus();
+    for (let i = 0; i < 4; i++) await page.keyboard.press("ArrowRight");
+    check((await frameSlider(frame, "n")) === "7", `slider n shows ${await frameSlider(frame, "n")} after 4 steps right`);
+    let got = "";
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      const r = await page.evaluate(() => window.callTool("run_code", { session_id: "cw", code: "print('value', s.value)" }));
+      got = (r.content || []).map((c) => c.text || "").join("\n");
+      if (/value 7\b/.test(got) || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    check(/value 7\b/.test(got), `the kernel's s.value after the cell view moved it: ${got}`);
+    await poll(frame, () => document.body.innerText.includes("x is 5"), null, "the interact's output x is 5");
+    await handle("x").focus();
+    await page.keyboard.press("ArrowRight");
+    await poll(frame, () => document.body.innerText.includes("x is 6") && !document.body.innerText.includes("x is 5"), null, "the interact's output following its slider (x is 6)");
+    await frame.locator('[data-widget="live"] .widget-button', { hasText: "go" }).first().click();
+    let clicks = "";
+    for (const end = Date.now() + 20000; ; ) {
+      const r = await page.evaluate(() => window.callTool("run_code", { session_id: "cw", code: "print('clicks', len(clicks))" }));
+      clicks = (r.content || []).map((c) => c.text || "").join("\n");
+      if (/clicks 1\b/.test(clicks) || Date.now() > end) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    check(/clicks 1\b/.test(clicks), `the button's handler after a click in the cell view: ${clicks}`);
+    const sends = await page.evaluate(() => window.calls.filter((c) => c.by === "view" && c.name === "send_widget" && !c.isError && !c.error).length);
+    check(sends >= 3, `the view's send_widget calls: ${sends}`);
+    await page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view-widgets.png") });
+    return { kernel: got.trim(), clicks: clicks.trim(), sends, requests: offline(page) };
+  });
+
+  // A tqdm bar advances in the cell view while the run goes on (handed
+  // off after --max-wait 2), and ends full.
+  await runCase("widgets-tqdm", async (page) => {
+    await openHost(page);
+    const code = "from tqdm.auto import tqdm\nimport time\nfor i in tqdm(range(50), desc='tq'):\n    time.sleep(0.1)\nprint('tqdm done')";
+    const { frame } = await runTool(page, "run_code", { session_id: "ctq", code });
+    const seen = [];
+    const deadline = Date.now() + 60000;
+    for (;;) {
+      const st = await frame.evaluate(() => {
+        const bars = [...document.querySelectorAll('[data-widget="live"] .widget-hprogress .progress-bar')];
+        const c = document.querySelector(".cell");
+        return { width: bars.length ? bars[bars.length - 1].style.width : null, status: c?.dataset.status, done: (c?.innerText || "").includes("tqdm done") };
+      });
+      if (st.width && seen[seen.length - 1]?.width !== st.width) seen.push({ width: st.width, status: st.status });
+      if ((st.done && st.width === "100%") || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const during = seen.filter((x) => x.status !== "ok" && parseFloat(x.width) > 0 && parseFloat(x.width) < 100);
+    check(during.length >= 3, `the bar's width while the run went on: ${JSON.stringify(seen)}`);
+    check(seen.length && seen[seen.length - 1].width === "100%", `the bar ends at ${JSON.stringify(seen[seen.length - 1])}, want 100%`);
+    return { widths: seen.map((x) => x.width).join(" "), requests: offline(page) };
+  });
+
+  // Hostile widget state runs nothing in the view or the host.
+  await runCase("widgets-sanitize", async (page) => {
+    await page.addInitScript(() => { window.__pwned = undefined; });
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "cw-bad", code: cfg.widgetSanitizeCode });
+    await cellDone(frame, "ok");
+    await poll(frame, () => document.body.innerText.includes("html widget") && document.body.innerText.includes("math widget") && document.querySelectorAll('[data-widget="live"]').length >= 6, null, "the hostile widgets drawn live");
+    const note = await poll(frame, () => [...document.querySelectorAll(".widget-note")].map((e) => e.textContent).find((t) => t.includes("evil-widgets")), null, "a note for the unknown widget module");
+    await frame.locator(".widget-note", { hasText: "evil-widgets" }).first().click();
+    // Whatever the click set off has run once the view answers again.
+    await frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))));
+    const st = await frame.evaluate(() => ({ pwned: window.__pwned, scripts: document.querySelectorAll(".cell script").length, handlers: document.querySelectorAll(".cell [onerror]").length }));
+    check(st.pwned === undefined, `window.__pwned is ${st.pwned} in the view`);
+    check(await page.evaluate(() => window.__pwned) === undefined, "window.__pwned set in the host page");
+    check(st.scripts === 0 && st.handlers === 0, `scripts or handlers in the widgets: ${JSON.stringify(st)}`);
+    return { note, requests: offline(page) };
+  });
+
   if (cfg.rHostURL) {
     await runCase("r-dataframe", async (page) => {
       await openHost(page, cfg.rHostURL);
@@ -947,8 +1033,17 @@ async function webSuite() {
     await handle("x").focus();
     await page.keyboard.press("ArrowRight");
     await poll(page, () => document.body.innerText.includes("x is 6") && !document.body.innerText.includes("x is 5"), null, "the interact's output following its slider (x is 6)");
+    // A button's click is its own message (custom), which runs its handler.
+    await page.locator('[data-widget="live"] .widget-button', { hasText: "go" }).first().click();
+    let clicks = "";
+    for (const end = Date.now() + 20000; ; ) {
+      clicks = (await sync("client-code", { session: "widgets", code: "print('clicks', len(clicks))" })).text;
+      if (/clicks 1\b/.test(clicks) || Date.now() > end) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    check(/clicks 1\b/.test(clicks), `the button's handler after a click in the page: ${clicks}`);
     await page.screenshot({ path: join(cfg.artifacts, "web-view-widgets.png"), fullPage: true });
-    return { kernel: got.trim(), requests: offline(page) };
+    return { kernel: got.trim(), clicks: clicks.trim(), requests: offline(page) };
   });
 
   // A tqdm bar advances in the page while the run goes on, and ends full.

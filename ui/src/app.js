@@ -5,6 +5,7 @@
 import { App } from "./bridge.js";
 import { CellView, isLive, setMath, typeset } from "./render.js";
 import { setChartLoader, loadLibrary } from "./charts.js";
+import { setupCellWidgets } from "./cellwidgets.js";
 
 // view_run waits up to WAIT_S for news (output, a change of status), so the
 // view asks again as soon as an answer brings some; an answer without news
@@ -53,6 +54,19 @@ function mathLater() {
     },
   );
 }
+
+// Widgets: drawn live by ipywidgets' frontend (read like a chart library),
+// their state read and changed through the app-only tools view_widgets
+// and send_widget (see cellwidgets.js).
+let shownSession = "";
+const widgets = setupCellWidgets({
+  call: async (name, args) => {
+    const r = toolError(await app.callServerTool({ name, arguments: args }));
+    return (r && r.structuredContent) || {};
+  },
+  session: () => shownSession,
+  report: (msg) => showMessage(msg),
+});
 
 let views = [];
 let follow = 0; // bumped for each tool result, so an older poll loop stops
@@ -194,6 +208,7 @@ async function followRun(sessionID, runID, me) {
     if (live && !isLive(live.status)) return;
     const news = first || (live && ((live.outputs && live.outputs.length > 0) || live.status !== status));
     if (live) status = live.status;
+    if (news) widgets.follow();
     first = false;
     if (!news) await new Promise((res) => setTimeout(res, POLL_MS));
     if (me !== follow) return;
@@ -207,6 +222,7 @@ app.ontoolinput = (p) => {
 app.ontoolresult = (result) => {
   const me = ++follow;
   const cell = firstCell(result, toolArgs);
+  shownSession = cell.session_id || toolArgs.session_id || "default";
   showCells([cell]);
   if (cell.run_id && cell.session_id) followRun(cell.session_id, cell.run_id, me);
 };
@@ -215,6 +231,7 @@ app.onhostcontextchanged = () => applyTheme(app.getHostContext());
 
 app.onteardown = () => {
   follow++;
+  widgets.stop();
   return {};
 };
 

@@ -136,9 +136,16 @@ class Comm {
       const cb = callbacks && callbacks.iopub && callbacks.iopub.status;
       if (cb) cb({ content: { execution_state: "idle" }, parent_header: { msg_id: id } });
     };
+    if (data && data.method === "custom" && data.content && typeof data.content === "object") {
+      // A widget's own message: a button's click ({"event": "click"}).
+      this.manager
+        .post(this.comm_id, { method: "custom", content: data.content, buffers: (buffers || []).map(bufferToBase64) })
+        .catch((err) => this.manager.report(err.message))
+        .finally(idle);
+      return id;
+    }
     if (!data || data.method !== "update" || !data.state) {
-      // Custom messages (a button's click) are not carried: only state.
-      this.manager.report("this widget's message (" + (data && data.method) + ") is not sent from the web view");
+      this.manager.report("this widget's message (" + (data && data.method) + ") is not sent from the view");
       setTimeout(idle, 0);
       return id;
     }

@@ -16,6 +16,39 @@ import { renderOutput, sanitizeHTML, setWidgetRenderer } from "./render.js";
 const MODEL_WAIT_MS = 3000;
 
 /**
+ * drawWidget returns the element that shows widget view view: fallback()
+ * (the output's text) until manager(modelID) (a Promise of a manager from
+ * chartlib-widgets.js) has the model and draws it in its place.
+ */
+export function drawWidget(view, fallback, manager) {
+  const host = document.createElement("div");
+  host.className = "widget-host";
+  const still = fallback();
+  host.append(still);
+  const id = view && typeof view === "object" ? view.model_id : null;
+  if (typeof id !== "string" || !id) return host;
+  manager(id)
+    .then((m) => {
+      const area = document.createElement("div");
+      area.className = "widget-area";
+      return m.show(id, area, MODEL_WAIT_MS).then((shown) => {
+        if (shown) {
+          still.replaceWith(area);
+          host.dataset.widget = "live";
+        } else host.dataset.widget = "gone";
+      });
+    })
+    .catch((err) => {
+      host.dataset.widget = "error";
+      const note = document.createElement("div");
+      note.className = "widget-note";
+      note.textContent = "[widget not shown live: " + err.message + "]";
+      host.append(note);
+    });
+  return host;
+}
+
+/**
  * setupWidgets makes the view draw live widgets. io: {current() → the
  * session shown, getJSON(path) → Promise, postJSON(path, body) → Promise,
  * sessionPath(id, rest), report(msg)}.
@@ -43,34 +76,7 @@ export function setupWidgets(io) {
     return managers.get(session);
   }
 
-  setWidgetRenderer((view, fallback) => {
-    const host = document.createElement("div");
-    host.className = "widget-host";
-    const still = fallback();
-    host.append(still);
-    const id = view && typeof view === "object" ? view.model_id : null;
-    if (typeof id !== "string" || !id) return host;
-    const session = io.current();
-    manager(session)
-      .then((m) => {
-        const area = document.createElement("div");
-        area.className = "widget-area";
-        return m.show(id, area, MODEL_WAIT_MS).then((shown) => {
-          if (shown) {
-            still.replaceWith(area);
-            host.dataset.widget = "live";
-          } else host.dataset.widget = "gone";
-        });
-      })
-      .catch((err) => {
-        host.dataset.widget = "error";
-        const note = document.createElement("div");
-        note.className = "widget-note";
-        note.textContent = "[widget not shown live: " + err.message + "]";
-        host.append(note);
-      });
-    return host;
-  });
+  setWidgetRenderer((view, fallback) => drawWidget(view, fallback, (id) => manager(io.current())));
 
   return {
     // onEvent takes the events that concern widgets.
