@@ -386,8 +386,9 @@ const median = (xs) => {
 // checkCharts asserts on the charts of cfg.chartCode in target (the view's
 // frame, or the web view's page): a Plotly scatter of three traces, 12
 // points, with a hover label on a hovered point; an Altair layered chart
-// drawn by vega-embed.
-async function checkCharts(page, target) {
+// drawn by vega-embed. shot, when given, takes the screenshot once both
+// are drawn, before the hover and the legend click change them.
+async function checkCharts(page, target, shot) {
   const states = await poll(target, () => {
     const cs = [...document.querySelectorAll(".mime-chart")];
     return cs.length >= 2 && cs.every((c) => c.dataset.chart !== "loading") ? cs.map((c) => c.className + ":" + c.dataset.chart + ":" + c.innerText.slice(0, 200)) : null;
@@ -399,6 +400,7 @@ async function checkCharts(page, target) {
     return pts ? { points: pts, traces: p.querySelectorAll(".scatterlayer .trace").length, legend: p.querySelectorAll(".legend .traces").length } : null;
   }, null, "Plotly's points");
   check(plotly.points === 12 && plotly.traces === 3, `Plotly drew ${JSON.stringify(plotly)}, want 12 points in 3 traces`);
+  if (shot) await shot();
   // Hover a point: plotly.js shows its hover label.
   const point = target.locator(".chart-plotly .scatterlayer .point").nth(5);
   await point.scrollIntoViewIfNeeded();
@@ -670,11 +672,10 @@ async function appSuite() {
     await openHost(page);
     const { frame } = await runTool(page, "run_code", { session_id: "charts", code: cfg.chartCode });
     await cellDone(frame, "ok");
-    const got = await checkCharts(page, frame);
+    const got = await checkCharts(page, frame, () => page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view-charts.png") }));
     const csp = await page.evaluate(() => window.viewCSPs.at(-1).policy);
     check(/connect-src 'none'/.test(csp), `the view ran under ${csp}`);
     const size = await page.evaluate(() => window.viewSizes.at(-1));
-    await page.locator("iframe").first().screenshot({ path: join(cfg.artifacts, "cell-view-charts.png") });
     return { ...got, requests: offline(page), csp, cellViewBytes: size };
   });
 
@@ -993,10 +994,11 @@ async function webSuite() {
   await runCase("charts", async (page) => {
     await page.addInitScript(chartProbe);
     await openSession(page, cfg.webURL, "charts");
-    const got = await checkCharts(page, page);
     // The page down to the chart cell's end (the README's screenshot).
-    const bottom = await page.evaluate(() => Math.ceil(document.querySelector(".cell").getBoundingClientRect().bottom + window.scrollY + 4));
-    await page.screenshot({ path: join(cfg.artifacts, "web-view-charts.png"), fullPage: true, clip: { x: 0, y: 0, width: 820, height: bottom } });
+    const got = await checkCharts(page, page, async () => {
+      const bottom = await page.evaluate(() => Math.ceil(document.querySelector(".cell").getBoundingClientRect().bottom + window.scrollY + 4));
+      await page.screenshot({ path: join(cfg.artifacts, "web-view-charts.png"), fullPage: true, clip: { x: 0, y: 0, width: 820, height: bottom } });
+    });
     return { ...got, requests: offline(page) };
   });
 
