@@ -275,6 +275,14 @@ display({"application/vnd.vegalite.v6+json": {"$schema": "https://vega.github.io
     "data": {"url": "http://192.0.2.1/leak.json"}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}}, raw=True)
 print("chart sanitize done")`
 
+// chartGLCode shows a WebGL trace: what Plotly Express draws past 1,000
+// points (render_mode "auto"). The default plotly.js build compiles its
+// shaders' code with Function, which neither view's CSP allows.
+const chartGLCode = `import plotly.express as px
+fig = px.scatter(x=list(range(2000)), y=[i % 7 for i in range(2000)], title='webgl')
+print(fig.data[0].type)
+fig.show()`
+
 // widgetCode shows live widgets: a slider, and an interact whose output
 // follows its slider.
 const widgetCode = `import ipywidgets as w
@@ -332,7 +340,7 @@ func TestBrowserApp(t *testing.T) {
 		"chromium":  chromium,
 		"artifacts": artifacts,
 		"hostURL":   hostOrigin(t, host, startHTTPServer(t, "--max-wait", "2")),
-		"chartCode": chartCode, "chartSanitizeCode": chartSanitizeCode,
+		"chartCode": chartCode, "chartSanitizeCode": chartSanitizeCode, "chartGLCode": chartGLCode,
 		"widgetCode": widgetCode, "widgetSanitizeCode": widgetSanitizeCode,
 	}
 	if haveIRkernel(t) {
@@ -410,7 +418,7 @@ func TestBrowserWebView(t *testing.T) {
 		t.Fatalf("first run: %+v", out)
 	}
 	webURL := uiURL(t, s)
-	for sid, code := range map[string]string{"charts": chartCode, "charts-bad": chartSanitizeCode, "widgets": widgetCode, "widgets-bad": widgetSanitizeCode} {
+	for sid, code := range map[string]string{"charts": chartCode, "charts-bad": chartSanitizeCode, "charts-gl": chartGLCode, "widgets": widgetCode, "widgets-bad": widgetSanitizeCode} {
 		if _, out := s.run(sid, code); out.Status != "ok" {
 			t.Fatalf("chart run in %s: %+v", sid, out)
 		}

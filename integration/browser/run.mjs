@@ -430,6 +430,21 @@ async function checkCharts(page, target, shot) {
   return { plotly, hover, afterToggle, vega, timing, libraries };
 }
 
+// checkChartGL asserts that the WebGL scatter of cfg.chartGLCode is drawn
+// on plotly's WebGL canvas, not replaced by its "WebGL is not supported".
+async function checkChartGL(target) {
+  const st = await poll(target, () => {
+    const c = document.querySelector(".chart-plotly");
+    if (!c || c.dataset.chart === "loading") return null;
+    return { state: c.dataset.chart, text: c.innerText, canvases: c.querySelectorAll("canvas.gl-canvas").length, type: c.querySelector(".js-plotly-plot")?._fullData?.[0]?.type };
+  }, null, "the WebGL chart drawn (or failed)");
+  check(st.state === "drawn", `the WebGL chart: ${JSON.stringify(st)}`);
+  check(st.type === "scattergl", `the trace drawn is ${st.type}, want scattergl`);
+  check(!/WebGL is not supported/.test(st.text), `plotly.js could not draw WebGL under the view's CSP: ${st.text.slice(0, 200)}`);
+  check(st.canvases >= 1, `no WebGL canvas: ${JSON.stringify(st)}`);
+  return { canvases: st.canvases };
+}
+
 // checkChartSanitize asserts that the hostile charts of
 // cfg.chartSanitizeCode ran nothing: clicked links, hovered points, and
 // window.__pwned still unset in the view and the page.
@@ -688,6 +703,13 @@ async function appSuite() {
     return { ...got, requests: offline(page) };
   });
 
+  await runCase("chart-webgl", async (page) => {
+    await openHost(page);
+    const { frame } = await runTool(page, "run_code", { session_id: "charts-gl", code: cfg.chartGLCode });
+    await cellDone(frame, "ok");
+    return { ...(await checkChartGL(frame)), requests: offline(page) };
+  });
+
   await runCase("latency", async (page) => {
     await page.addInitScript(latencyProbe);
     await openHost(page);
@@ -791,7 +813,9 @@ async function appSuite() {
     await poll(frame, () => document.body.innerText.includes("x is 5"), null, "the interact's output x is 5");
     await handle("x").focus();
     await page.keyboard.press("ArrowRight");
-    await poll(frame, () => document.body.innerText.includes("x is 6") && !document.body.innerText.includes("x is 5"), null, "the interact's output following its slider (x is 6)");
+    check((await frameSlider(frame, "x")) === "6", `slider x shows ${await frameSlider(frame, "x")} after a step right, want 6`);
+    await poll(frame, () => document.body.innerText.includes("x is 6") && !document.body.innerText.includes("x is 5"), null, "the interact's output following its slider (x is 6)")
+      .catch(async (err) => { throw new Error(err.message + `; slider x shows ${await frameSlider(frame, "x")}; outputs: ${JSON.stringify((await frame.evaluate(() => document.body.innerText)).match(/x is \d+/g))}`); });
     await frame.locator('[data-widget="live"] .widget-button', { hasText: "go" }).first().click();
     let clicks = "";
     for (const end = Date.now() + 20000; ; ) {
@@ -1009,6 +1033,11 @@ async function webSuite() {
     return { ...got, requests: offline(page) };
   });
 
+  await runCase("chart-webgl", async (page) => {
+    await openSession(page, cfg.webURL, "charts-gl");
+    return { ...(await checkChartGL(page)), requests: offline(page) };
+  });
+
   // Live widgets: the slider and the interact of widgetCode, moved in the
   // page (the keyboard on noUiSlider's handle), reach the kernel.
   const sliderValue = (page, desc) => page.evaluate((d) => {
@@ -1034,7 +1063,9 @@ async function webSuite() {
     check(await page.evaluate(() => document.body.innerText.includes("x is 5")), "the interact's output x is 5 is not shown");
     await handle("x").focus();
     await page.keyboard.press("ArrowRight");
-    await poll(page, () => document.body.innerText.includes("x is 6") && !document.body.innerText.includes("x is 5"), null, "the interact's output following its slider (x is 6)");
+    check((await sliderValue(page, "x")) === "6", `slider x shows ${await sliderValue(page, "x")} after a step right, want 6`);
+    await poll(page, () => document.body.innerText.includes("x is 6") && !document.body.innerText.includes("x is 5"), null, "the interact's output following its slider (x is 6)")
+      .catch(async (err) => { throw new Error(err.message + `; slider x shows ${await sliderValue(page, "x")}; outputs: ${JSON.stringify((await page.evaluate(() => document.body.innerText)).match(/x is \d+/g))}`); });
     // A button's click is its own message (custom), which runs its handler.
     await page.locator('[data-widget="live"] .widget-button', { hasText: "go" }).first().click();
     let clicks = "";
