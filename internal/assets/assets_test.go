@@ -35,7 +35,7 @@ func TestCheck(t *testing.T) {
 		dir  string
 		want []string
 	}{
-		"two missing": {dir, []string{dir, "lacks plotly.js.gz, web.html;", "beside its executable", EnvVar}},
+		"two missing":  {dir, []string{dir, "lacks plotly.js.gz, web.html;", "beside its executable", EnvVar}},
 		"no directory": {filepath.Join(dir, "nowhere"), []string{filepath.Join(dir, "nowhere"), "does not exist", "cell.html"}},
 		"a file":       {filepath.Join(dir, "cell.html"), []string{"is not a directory"}},
 	} {
