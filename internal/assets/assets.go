@@ -83,7 +83,7 @@ func Check() error {
 // check reports which of Files dir lacks: a missing directory, or the
 // missing files by name.
 func check(dir string) error {
-	from := "beside its executable"
+	from := "the assets folder beside its executable's folder"
 	if os.Getenv(EnvVar) != "" {
 		from = "$" + EnvVar
 	}
@@ -92,7 +92,7 @@ func check(dir string) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			what = "does not exist"
 		}
-		return fmt.Errorf("this build reads its view files from %s (%s), which %s; reinstall it, or set %s to the directory that holds %s", dir, from, what, EnvVar, names(Files))
+		return fmt.Errorf("this build reads its view files from %s (%s), which %s; reinstall kernel-mcp, or set %s to the directory that holds %s", dir, from, what, EnvVar, names(Files))
 	}
 	var missing []File
 	for _, f := range Files {
@@ -101,7 +101,7 @@ func check(dir string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("this build reads its view files from %s (%s), which lacks %s; reinstall it, or set %s to a directory that holds them all", dir, from, names(missing), EnvVar)
+		return fmt.Errorf("this build reads its view files from %s (%s), which lacks %s; reinstall kernel-mcp, or set %s to a directory that holds them all", dir, from, names(missing), EnvVar)
 	}
 	return nil
 }
