@@ -10,6 +10,11 @@ PYTHON ?= $(or $(PYTHON_MCP_INTERPRETER),python3)
 VERSION := $(shell cat VERSION)
 LDFLAGS := -X main.version=$(VERSION)
 
+# The build tag of the Claude Desktop bundle's binaries, which read the
+# chart libraries and view pages from its server/assets instead of
+# embedding them (internal/assets). Checked and tested here too.
+ASSETS_TAG := kernelmcp_external_assets
+
 # The release build's Python tools (packaging/python/build-requirements.txt:
 # hatchling for the wheels, uv for their tests), in a venv of their own,
 # which .ci/run makes.
@@ -60,9 +65,11 @@ $(STATICCHECK):
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags $(ASSETS_TAG) ./...
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags $(ASSETS_TAG) ./...
 
 # Users run this on macOS and Windows too: every platform must build, and
 # vet type-checks their test files, which no build here compiles.
@@ -73,6 +80,7 @@ cross:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./...
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet -tags $(ASSETS_TAG) ./...
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath ./...
 
 # No build output, log or binary is ever committed: a tracked file over 1 MB
@@ -86,6 +94,9 @@ tracked:
 # (fails with CI=true).
 test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE)
 	$(GO) test -race -count=1 -timeout 25m ./...
+	# The packages whose files change with the tag (their external halves);
+	# the whole external binary is tested from the bundle (internal/mcpb).
+	$(GO) test -race -count=1 -tags $(ASSETS_TAG) ./chartlib/ ./internal/assets/
 	# Fuzz budgets are counts, not durations: with a duration, Go 1.26's
 	# fuzzing coordinator can report "context deadline exceeded" at the
 	# deadline on a loaded machine though nothing failed (go.dev/issue/75804).

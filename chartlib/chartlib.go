@@ -6,19 +6,19 @@
 // binary carries them compressed. The cell view reads them as the
 // resources ui://kernel-mcp/charts/NAME.js (mcpserver), the web view as
 // /ui/charts/NAME.js (webview, served gzipped).
+//
+// A build with the kernelmcp_external_assets tag embeds none of them and
+// reads them from the directory internal/assets names (the Claude Desktop
+// bundle carries them once for its four binaries).
 package chartlib
 
 import (
 	"bytes"
 	"compress/gzip"
-	"embed"
 	"io"
 	"slices"
 	"strings"
 )
-
-//go:embed plotly.js.gz vega.js.gz katex.js.gz widgets.js.gz
-var files embed.FS
 
 // Names are the libraries, as the views ask for them. katex is no chart
 // library: the cell view, which does not bundle KaTeX (its size budget),
@@ -30,12 +30,14 @@ var Names = []string{"plotly", "vega", "katex"}
 // libraries the chart image browser loads too.
 const Widgets = "widgets"
 
-// Gzip returns a library's script, gzipped, or false for an unknown name.
+// Gzip returns a library's script, gzipped, or false for an unknown name
+// (and, in the kernelmcp_external_assets build, for a file that cannot be
+// read: assets.Check at start says which are missing).
 func Gzip(name string) ([]byte, bool) {
 	if !slices.Contains(Names, name) && name != Widgets {
 		return nil, false
 	}
-	b, err := files.ReadFile(name + ".js.gz")
+	b, err := readFile(name + ".js.gz")
 	if err != nil {
 		return nil, false
 	}

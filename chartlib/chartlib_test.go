@@ -1,8 +1,11 @@
 package chartlib
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/assets"
 )
 
 // Each library decompresses to the script that sets the global the views'
@@ -22,6 +25,16 @@ func TestLibraries(t *testing.T) {
 	for _, bad := range []string{"", "../chartlib", "plotly.js", "render"} {
 		if _, ok := Gzip(bad); ok {
 			t.Errorf("Gzip(%q) found something", bad)
+		}
+	}
+}
+
+// Every library is one of the files the external build reads, under the
+// name it reads it by.
+func TestAssetNames(t *testing.T) {
+	for _, name := range append(slices.Clone(Names), Widgets) {
+		if !slices.ContainsFunc(assets.Files, func(f assets.File) bool { return f.Name == name+".js.gz" && f.Source == "chartlib/"+name+".js.gz" }) {
+			t.Errorf("%s.js.gz is not in assets.Files", name)
 		}
 	}
 }

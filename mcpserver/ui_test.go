@@ -51,7 +51,7 @@ func TestUIBundleFresh(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node build.mjs: %v\n%s", err, out)
 	}
-	for name, embedded := range map[string]string{"cell.html": cellHTML, "web.html": webHTML} {
+	for name, embedded := range uiPages(t) {
 		fresh, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ var externalRef = regexp.MustCompile(`(?i)<(script|img|iframe|link)\b[^>]*\b(src
 // document per view, inline script and style, no external resource, and
 // the MCP App within its size budget.
 func TestUIEmbeddedSelfContained(t *testing.T) {
-	for name, page := range map[string]string{"cell.html": cellHTML, "web.html": webHTML} {
+	for name, page := range uiPages(t) {
 		if !strings.HasPrefix(page, "<!doctype html>") {
 			t.Errorf("%s does not start with <!doctype html>", name)
 		}
@@ -132,7 +132,21 @@ func TestUIEmbeddedSelfContained(t *testing.T) {
 			t.Errorf("%s has no inline <style>", name)
 		}
 	}
-	if n := len(cellHTML); n > 400*1024 {
+	if n := len(uiPages(t)["cell.html"]); n > 400*1024 {
 		t.Errorf("cell.html is %d bytes, over the MCP App's 400 KB budget", n)
 	}
+}
+
+// uiPages are the two view pages, as the server serves them.
+func uiPages(t *testing.T) map[string]string {
+	t.Helper()
+	pages := map[string]string{}
+	for _, name := range []string{"cell.html", "web.html"} {
+		page, err := uiPage(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[name] = page
+	}
+	return pages
 }

@@ -93,7 +93,11 @@ func (s *Server) addApp() {
 		MIMEType:    appMIMEType,
 		Meta:        uiMeta,
 	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: cellURI, MIMEType: appMIMEType, Text: cellHTML, Meta: uiMeta}}}, nil
+		html, err := cellHTML()
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: cellURI, MIMEType: appMIMEType, Text: html, Meta: uiMeta}}}, nil
 	})
 	// The chart libraries, read by the view through the host when a chart
 	// appears (resources/read): the view's own load stays small, and under

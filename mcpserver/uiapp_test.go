@@ -270,7 +270,7 @@ func TestAppClientsSeeTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != appMIMEType || rr.Contents[0].Text != cellHTML {
+	if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != appMIMEType || rr.Contents[0].Text != uiPages(t)["cell.html"] {
 		t.Fatalf("resources/read %s: %+v", cellURI, rr.Contents)
 	}
 }

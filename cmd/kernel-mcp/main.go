@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/assets"
 	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 	"github.com/kernel-mcp/kernel-mcp/internal/stdiotransport"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
@@ -73,6 +74,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.Version {
 		fmt.Fprintf(stdout, "kernel-mcp %s\n", versionString())
 		return exitOK
+	}
+	// A build that reads its view files from disk (the Claude Desktop
+	// bundle's) refuses to start without them, rather than serve blank views.
+	if err := assets.Check(); err != nil {
+		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+		return exitError
 	}
 	if cfg.TokenFile != "" {
 		if cfg.Token, err = loadTokenFile(cfg.TokenFile); err != nil {

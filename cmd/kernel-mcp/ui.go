@@ -21,6 +21,7 @@ type webView struct {
 	tokens   []string     // one per server, in servers order
 	names    []string     // the users' names; nil with one server
 	handlers []*webview.Handler
+	html     string // the page (mcpserver.WebHTML)
 }
 
 // listenUI opens --ui's listener and makes a token for each of n servers.
@@ -29,7 +30,12 @@ func listenUI(cfg config, users []user) (*webView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s (--ui / KERNEL_MCP_UI): %v", cfg.UI, err)
 	}
-	u := &webView{ln: ln}
+	html, err := mcpserver.WebHTML()
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("the web view's page: %v", err)
+	}
+	u := &webView{ln: ln, html: html}
 	n := max(1, len(users))
 	for i := range n {
 		b := make([]byte, 16)
@@ -62,7 +68,7 @@ func (u *webView) start(cfg config, srv *servers, logger *slog.Logger) {
 			l = logger.With("user", u.names[i])
 		}
 		u.handlers = append(u.handlers, webview.New(webview.Options{
-			Engine: s.Engine(), Token: u.tokens[i], ReadOnly: cfg.UIReadOnly, HTML: mcpserver.WebHTML(), Logger: l,
+			Engine: s.Engine(), Token: u.tokens[i], ReadOnly: cfg.UIReadOnly, HTML: u.html, Logger: l,
 		}))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/assets"
 	"github.com/kernel-mcp/kernel-mcp/internal/mcpb"
 )
 
@@ -169,12 +170,25 @@ func build(ctx context.Context, o options) (err error) {
 	bins := map[string]string{}
 	for _, p := range platforms {
 		bin := filepath.Join(o.Work, "bin", p.String(), p.exe())
-		if err := goBuild(ctx, o.Root, p, version, bin); err != nil {
+		if err := goBuild(ctx, o.Root, p, version, "", bin); err != nil {
 			return err
 		}
 		bins[p.String()] = bin
 	}
-	fmt.Fprintf(o.Log, "dist: %d binaries built (%s)\n", len(bins), time.Since(start).Round(time.Millisecond))
+	// The bundle's binaries read the chart libraries and view pages from
+	// the bundle's server/assets, which holds them once for all four.
+	bundleBins := map[string]string{}
+	for _, p := range platforms {
+		if !slices.Contains(mcpb.NeededBinaries, p.String()) {
+			continue // linux-arm64: the bundle has no command for it
+		}
+		bin := filepath.Join(o.Work, "bin-mcpb", p.String(), p.exe())
+		if err := goBuild(ctx, o.Root, p, version, assets.BuildTag, bin); err != nil {
+			return err
+		}
+		bundleBins[p.String()] = bin
+	}
+	fmt.Fprintf(o.Log, "dist: %d binaries built, %d more for the bundle (%s)\n", len(bins), len(bundleBins), time.Since(start).Round(time.Millisecond))
 
 	docs := []string{"README.md"}
 	if _, err := os.Stat(filepath.Join(o.Root, "LICENSE")); err == nil {
@@ -204,9 +218,14 @@ func build(ctx context.Context, o options) (err error) {
 	if err := os.MkdirAll(filepath.Join(o.Work, "mcpb"), 0o755); err != nil {
 		return err
 	}
+	assetPaths := map[string]string{}
+	for _, f := range assets.Files {
+		assetPaths[f.Name] = filepath.Join(o.Root, filepath.FromSlash(f.Source))
+	}
 	err = mcpb.Build(ctx, mcpb.Options{
 		Version:  version,
-		Binaries: bins,
+		Binaries: bundleBins,
+		Assets:   assetPaths,
 		Out:      filepath.Join(o.Out, "kernel-mcp-"+version+".mcpb"),
 		Work:     filepath.Join(o.Work, "mcpb"),
 		CLI:      o.MCPB,
@@ -223,14 +242,17 @@ func build(ctx context.Context, o options) (err error) {
 	return nil
 }
 
-// goBuild builds cmd/kernel-mcp for p into out. Only the flags here shape
-// the binary: GOFLAGS and the architecture levels of the caller's
-// environment are overridden, so the bytes depend on the source and the
-// toolchain alone.
-func goBuild(ctx context.Context, root string, p platform, version, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
-		"-ldflags", "-s -w -buildid= -X main.version="+version,
-		"-o", out, "./cmd/kernel-mcp")
+// goBuild builds cmd/kernel-mcp for p into out, with the build tags given
+// ("" for none). Only the flags here shape the binary: GOFLAGS and the
+// architecture levels of the caller's environment are overridden, so the
+// bytes depend on the source and the toolchain alone.
+func goBuild(ctx context.Context, root string, p platform, version, tags, out string) error {
+	args := []string{"build", "-trimpath", "-buildvcs=false"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	args = append(args, "-ldflags", "-s -w -buildid= -X main.version="+version, "-o", out, "./cmd/kernel-mcp")
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.GOOS, "GOARCH="+p.GOARCH,
 		"GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=", "GOWORK=off")

@@ -2,12 +2,15 @@ package mcpb
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 )
 
 // fatAlign is the alignment of each slice of a universal binary, as a
@@ -112,4 +115,19 @@ func checkBinary(path, goos, goarch string) error {
 		return fmt.Errorf("%s is built for %v, not %s/%s", path, got, goos, goarch)
 	}
 	return nil
+}
+
+// checkTag reports whether the Go binary at path was built with the build
+// tag, as its build information records (go build -tags).
+func checkTag(path, tag string) error {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: no Go build information: %w", path, err)
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), tag) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s was built without -tags %s: it would carry its own copy of the assets the bundle holds once", path, tag)
 }

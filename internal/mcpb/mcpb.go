@@ -5,6 +5,7 @@
 //	err := mcpb.Build(ctx, mcpb.Options{
 //		Version:  "0.6.0",
 //		Binaries: map[string]string{"darwin-amd64": "...", "darwin-arm64": "...", "linux-amd64": "...", "windows-amd64": "..."},
+//		Assets:   map[string]string{"plotly.js.gz": "chartlib/plotly.js.gz", ...}, // one per assets.Files
 //		Out:      "dist/kernel-mcp-0.6.0.mcpb",
 //		Work:     "build/mcpb",
 //		CLI:      "packaging/mcpb/node_modules/.bin/mcpb",
@@ -13,8 +14,10 @@
 //
 // The bundle holds one binary per platform Claude Desktop knows
 // (process.platform): a universal Mach-O made of the two darwin binaries,
-// the windows amd64 .exe, and the linux amd64 binary. Two builds from the
-// same inputs give the same bytes.
+// the windows amd64 .exe, and the linux amd64 binary. The binaries are
+// built with the kernelmcp_external_assets tag (internal/assets): the chart
+// libraries and view pages, 2.5 MB gzipped, are in server/assets once, not
+// in each of the four. Two builds from the same inputs give the same bytes.
 package mcpb
 
 import (
@@ -28,6 +31,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/internal/assets"
 )
 
 // Options says what goes into the bundle and where it is written.
@@ -38,8 +43,12 @@ type Options struct {
 	// linux-arm64, windows-amd64) to the path of that platform's built
 	// kernel-mcp binary. The bundle needs darwin-amd64, darwin-arm64,
 	// linux-amd64 and windows-amd64; others are ignored (a bundle names
-	// one command per operating system, not per architecture).
+	// one command per operating system, not per architecture). Each must
+	// be built with the assets.BuildTag tag.
 	Binaries map[string]string
+	// Assets maps the name of each of assets.Files to the path of the file
+	// to put in server/assets.
+	Assets map[string]string
 	// Out is the path of the .mcpb file to write.
 	Out string
 	// Work is a scratch directory Build may fill and leaves behind: it
@@ -55,7 +64,8 @@ type Options struct {
 }
 
 // The bundle's layout: where each platform's binary sits, relative to the
-// bundle's root, by Node's process.platform.
+// bundle's root, by Node's process.platform. The binaries find the assets
+// at ../assets from their own folder.
 var serverPaths = map[string]string{
 	"darwin": "server/darwin/kernel-mcp",
 	"linux":  "server/linux/kernel-mcp",
@@ -65,28 +75,38 @@ var serverPaths = map[string]string{
 // platforms lists the platforms the bundle supports, in manifest order.
 var platforms = []string{"darwin", "win32", "linux"}
 
-// neededBinaries are the Options.Binaries keys Build uses.
-var neededBinaries = []string{"darwin-amd64", "darwin-arm64", "linux-amd64", "windows-amd64"}
+// NeededBinaries are the Options.Binaries keys Build uses, "goos-goarch".
+var NeededBinaries = []string{"darwin-amd64", "darwin-arm64", "linux-amd64", "windows-amd64"}
+
+// assetsDir is the folder of the assets in the bundle.
+const assetsDir = "server/assets/"
 
 // Build lays the bundle out in o.Work/bundle (manifest.json, icon.png and
 // the binaries), validates the manifest and packs it with the mcpb CLI, then
 // rewrites the archive deterministically to o.Out (mcpb pack stamps every
 // entry with the current time) and checks the written file with mcpb
-// unpack and validate. It fails, writing no o.Out, when a binary is
-// missing or is not the platform's executable format.
+// unpack and validate. It fails, writing no o.Out, when a binary or an
+// asset is missing, or a binary is not the platform's executable format or
+// was built without the assets tag.
 func Build(ctx context.Context, o Options) error {
 	if o.Version == "" || o.Out == "" || o.Work == "" || o.CLI == "" {
 		return errors.New("mcpb: Version, Out, Work and CLI must all be set")
 	}
-	for _, k := range neededBinaries {
+	for _, k := range NeededBinaries {
 		p := o.Binaries[k]
 		if p == "" {
-			return fmt.Errorf("mcpb: no %s binary given (the bundle needs %s)", k, strings.Join(neededBinaries, ", "))
+			return fmt.Errorf("mcpb: no %s binary given (the bundle needs %s)", k, strings.Join(NeededBinaries, ", "))
 		}
 		goos, goarch, _ := strings.Cut(k, "-")
 		if err := checkBinary(p, goos, goarch); err != nil {
 			return fmt.Errorf("mcpb: %s binary: %w", k, err)
 		}
+		if err := checkTag(p, assets.BuildTag); err != nil {
+			return fmt.Errorf("mcpb: %s binary: %w", k, err)
+		}
+	}
+	if len(o.Assets) != len(assets.Files) {
+		return fmt.Errorf("mcpb: %d assets given, want the %d of internal/assets.Files", len(o.Assets), len(assets.Files))
 	}
 
 	tools, err := serverTools(ctx)
@@ -118,6 +138,17 @@ func Build(ctx context.Context, o Options) error {
 			return fmt.Errorf("mcpb: %w", err)
 		}
 		files[serverPaths[platform]] = b
+	}
+	for _, f := range assets.Files {
+		p, ok := o.Assets[f.Name]
+		if !ok {
+			return fmt.Errorf("mcpb: no %s given among the assets", f.Name)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("mcpb: asset %s: %w", f.Name, err)
+		}
+		files[assetsDir+f.Name] = b
 	}
 	if err := writeTree(dir, files, o.Epoch); err != nil {
 		return fmt.Errorf("mcpb: %w", err)
@@ -185,9 +216,9 @@ func writeTree(dir string, files map[string][]byte, epoch time.Time) error {
 }
 
 // fileMode is the mode a bundle file gets: the binaries under server/ are
-// executable, the rest is not.
+// executable, the rest (server/assets too) is not.
 func fileMode(name string) os.FileMode {
-	if strings.HasPrefix(name, "server/") {
+	if strings.HasPrefix(name, "server/") && !strings.HasPrefix(name, assetsDir) {
 		return 0o755
 	}
 	return 0o644

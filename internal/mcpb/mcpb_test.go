@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/internal/assets"
 	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,20 +48,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildBinaries cross-builds cmd/kernel-mcp as the release does.
+// buildBinaries cross-builds cmd/kernel-mcp as the release does for the
+// bundle: with the assets tag.
 func buildBinaries(dir string) (map[string]string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, k := range neededBinaries {
+	for _, k := range NeededBinaries {
 		goos, goarch, _ := strings.Cut(k, "-")
 		name := filepath.Join(dir, k, "kernel-mcp")
 		if goos == "windows" {
 			name += ".exe"
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid= -X main.version=0.0.1-test", "-o", name, "./cmd/kernel-mcp")
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags", assets.BuildTag, "-ldflags", "-s -w -buildid= -X main.version=0.0.1-test", "-o", name, "./cmd/kernel-mcp")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -129,6 +131,20 @@ func mcpbPackage(t *testing.T, cli string) string {
 
 var epoch = time.Date(2026, 11, 30, 12, 34, 56, 0, time.UTC)
 
+// assetPaths are the repository's assets, as the release build gives them.
+func assetPaths(t *testing.T) map[string]string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, f := range assets.Files {
+		m[f.Name] = filepath.Join(root, filepath.FromSlash(f.Source))
+	}
+	return m
+}
+
 // build builds the bundle into a fresh directory and returns its path.
 func build(t *testing.T, cli string) string {
 	t.Helper()
@@ -139,7 +155,7 @@ func build(t *testing.T, cli string) string {
 	out := filepath.Join(dir, "dist", "kernel-mcp-0.0.1.mcpb")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := Build(ctx, Options{Version: "0.0.1", Binaries: binaries, Out: out, Work: filepath.Join(dir, "work"), CLI: cli, Epoch: epoch}); err != nil {
+	if err := Build(ctx, Options{Version: "0.0.1", Binaries: binaries, Assets: assetPaths(t), Out: out, Work: filepath.Join(dir, "work"), CLI: cli, Epoch: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -201,8 +217,9 @@ type bundleManifest struct {
 
 // TestBundle builds the bundle twice, from two directories, and checks
 // what Claude Desktop relies on: a manifest mcpb accepts, one binary per
-// platform of the right format at the path its command names, the server's
-// own tools, the three settings, and identical bytes.
+// platform of the right format at the path its command names, the assets
+// once beside them (which the binary finds, and without which it does not
+// start), the server's own tools, the three settings, and identical bytes.
 func TestBundle(t *testing.T) {
 	cli := mcpbCLI(t)
 	first := build(t, cli)
@@ -224,6 +241,8 @@ func TestBundle(t *testing.T) {
 	if err := json.Unmarshal(files["manifest.json"], &m); err != nil {
 		t.Fatalf("manifest.json: %v", err)
 	}
+	// The bundle as mcpb unpacks it, as Claude Desktop installs it.
+	unpacked := unpack(t, cli, first)
 
 	t.Run("validates", func(t *testing.T) {
 		// validate checks the icon beside the manifest too.
@@ -273,6 +292,20 @@ func TestBundle(t *testing.T) {
 		} else if mode := entries[m.Icon].Mode(); mode != 0o644 {
 			t.Errorf("%s: mode %v, want -rw-r--r--", m.Icon, mode)
 		}
+		// The assets, once, beside the binaries; not executable.
+		for name, path := range assetPaths(t) {
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bundled := assetsDir + name
+			named[bundled] = true
+			if !bytes.Equal(files[bundled], want) {
+				t.Errorf("%s: %d bytes, want %s's %d", bundled, len(files[bundled]), path, len(want))
+			} else if mode := entries[bundled].Mode(); mode != 0o644 {
+				t.Errorf("%s: mode %v, want -rw-r--r--", bundled, mode)
+			}
+		}
 		if ep := m.Server.EntryPoint; !named[ep] || m.Server.MCPConfig.Command != "${__dirname}/"+ep {
 			t.Errorf("entry_point %q, command %q: not one of the platforms' binaries", ep, m.Server.MCPConfig.Command)
 		}
@@ -293,7 +326,7 @@ func TestBundle(t *testing.T) {
 			t.Errorf("tools_generated %v, want false", m.ToolsGenerated)
 		}
 		// What the linux binary itself lists with its defaults, over stdio.
-		want := binaryTools(t, binaries["linux-amd64"])
+		want := binaryTools(t, filepath.Join(unpacked, serverPaths["linux"]))
 		if !slices.Equal(m.Tools, want) {
 			t.Errorf("manifest tools differ from the binary's tools/list:\n got %v\nwant %v", names(m.Tools), names(want))
 		}
@@ -360,15 +393,11 @@ func TestBundle(t *testing.T) {
 		if exec.Command(python, "-c", "import ipykernel").Run() == nil {
 			t.Fatal("the fresh venv has ipykernel")
 		}
-		dir := t.TempDir()
-		if out, err := exec.Command(cli, "unpack", first, dir).CombinedOutput(); err != nil {
-			t.Fatalf("mcpb unpack: %v\n%s", err, out)
-		}
-		cfg := hostConfig(t, cli, files["manifest.json"], dir, map[string]any{"python": python})
+		cfg := hostConfig(t, cli, files["manifest.json"], unpacked, map[string]any{"python": python})
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, cfg.Command, cfg.Args...)
-		cmd.Env = append(os.Environ(), "KERNEL_MCP_STATE_DIR=none")
+		cmd.Env = withoutAssetsEnv("KERNEL_MCP_STATE_DIR=none")
 		for k, v := range cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -384,6 +413,134 @@ func TestBundle(t *testing.T) {
 			t.Errorf("stderr %q, want one line naming the command that installs ipykernel (-m pip install ipykernel)", stderr.String())
 		}
 	})
+
+	// The linux binary, run from the unpacked bundle, serves the cell view
+	// and the chart libraries from server/assets; through a symlink too,
+	// since it looks beside the resolved executable.
+	t.Run("assets", func(t *testing.T) {
+		if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+			t.Skip("runs the linux amd64 binary")
+		}
+		bin := filepath.Join(unpacked, serverPaths["linux"])
+		link := filepath.Join(t.TempDir(), "kernel-mcp")
+		if err := os.Symlink(bin, link); err != nil {
+			t.Fatal(err)
+		}
+		paths := assetPaths(t)
+		for _, exe := range []string{bin, link} {
+			readResources(t, exe, map[string][]byte{
+				"ui://kernel-mcp/cell.html":           readFile(t, paths["cell.html"]),
+				"ui://kernel-mcp/charts/plotly.js.gz": readFile(t, paths["plotly.js.gz"]),
+			})
+		}
+	})
+
+	// Without its assets the binary does not start: one line names the
+	// directory it looked in and what it lacks.
+	t.Run("without assets", func(t *testing.T) {
+		if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+			t.Skip("runs the linux amd64 binary")
+		}
+		dir := unpack(t, cli, first)
+		resolved, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assetsPath := filepath.Join(resolved, filepath.FromSlash(assetsDir))
+		for _, c := range []struct {
+			remove, want string
+		}{
+			{"web.html", "which lacks web.html;"},
+			{"", "which does not exist"},
+		} {
+			if c.remove != "" {
+				err = os.Remove(filepath.Join(assetsPath, c.remove))
+			} else {
+				err = os.RemoveAll(assetsPath)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			cmd := exec.CommandContext(ctx, filepath.Join(dir, serverPaths["linux"]))
+			cmd.Env = withoutAssetsEnv("KERNEL_MCP_STATE_DIR=none", "KERNEL_MCP_POOL_SIZE=0")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
+			err = cmd.Run()
+			cancel()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Errorf("%s: exit %v, want status 1", c.want, err)
+			}
+			msg := strings.TrimSuffix(stderr.String(), "\n")
+			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "kernel-mcp: ") || !strings.Contains(msg, assetsPath+" ") || !strings.Contains(msg, c.want) {
+				t.Errorf("stderr %q, want one line naming %s and saying %q", stderr.String(), assetsPath, c.want)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		}
+	})
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readResources starts a kernel-mcp binary over stdio with its defaults
+// and checks that each resource reads as the bytes given (a text
+// resource's text, a blob's bytes).
+func readResources(t *testing.T, bin string, want map[string][]byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.Command(bin)
+	cmd.Env = withoutAssetsEnv("KERNEL_MCP_POOL_SIZE=0", "KERNEL_MCP_STATE_DIR=none", "KERNEL_MCP_TOOLS=")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpb-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", bin, err)
+	}
+	defer cs.Close()
+	for uri, w := range want {
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Errorf("%s: resources/read %s: %v", bin, uri, err)
+			continue
+		}
+		if len(rr.Contents) != 1 {
+			t.Errorf("%s: resources/read %s: %d contents", bin, uri, len(rr.Contents))
+			continue
+		}
+		got := rr.Contents[0].Blob
+		if got == nil {
+			got = []byte(rr.Contents[0].Text)
+		}
+		if !bytes.Equal(got, w) {
+			t.Errorf("%s: resources/read %s: %d bytes, want the asset's %d", bin, uri, len(got), len(w))
+		}
+	}
+}
+
+// unpack has mcpb unpack a bundle into a fresh directory.
+func unpack(t *testing.T, cli, bundle string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command(cli, "unpack", bundle, dir).CombinedOutput(); err != nil {
+		t.Fatalf("mcpb unpack: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// withoutAssetsEnv is the environment without KERNEL_MCP_ASSETS, so that a
+// binary looks beside itself, plus the variables given.
+func withoutAssetsEnv(more ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, assets.EnvVar+"=") })
+	return append(env, more...)
 }
 
 func errorWith(err error, out []byte) error {
@@ -465,7 +622,7 @@ func binaryTools(t *testing.T, bin string) []tool {
 	defer cancel()
 	cmd := exec.Command(bin)
 	// No kernel is needed to list tools: no pool, no saved histories.
-	cmd.Env = append(os.Environ(), "KERNEL_MCP_POOL_SIZE=0", "KERNEL_MCP_STATE_DIR=none", "KERNEL_MCP_TOOLS=")
+	cmd.Env = withoutAssetsEnv("KERNEL_MCP_POOL_SIZE=0", "KERNEL_MCP_STATE_DIR=none", "KERNEL_MCP_TOOLS=")
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpb-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -565,6 +722,31 @@ func TestBuildRefusesWrongBinary(t *testing.T) {
 	err = Build(context.Background(), Options{Version: "0.0.1", Binaries: wrong, Out: out, Work: dir, CLI: "/nonexistent/mcpb", Epoch: epoch})
 	if err == nil || !strings.Contains(err.Error(), "no windows-amd64 binary") {
 		t.Errorf("Build without a windows binary: %v", err)
+	}
+	wrong["windows-amd64"] = binaries["windows-amd64"]
+	// A binary that embeds its assets would carry them twice.
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedding := filepath.Join(dir, "embedding", "kernel-mcp")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid=", "-o", embedding, "./cmd/kernel-mcp")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	wrong["linux-amd64"] = embedding
+	err = Build(context.Background(), Options{Version: "0.0.1", Binaries: wrong, Assets: assetPaths(t), Out: out, Work: dir, CLI: "/nonexistent/mcpb", Epoch: epoch})
+	if err == nil || !strings.Contains(err.Error(), "linux-amd64") || !strings.Contains(err.Error(), "without -tags "+assets.BuildTag) {
+		t.Errorf("Build with a binary built without the assets tag: %v", err)
+	}
+	wrong["linux-amd64"] = binaries["linux-amd64"]
+	missing := assetPaths(t)
+	delete(missing, "web.html")
+	err = Build(context.Background(), Options{Version: "0.0.1", Binaries: wrong, Assets: missing, Out: out, Work: dir, CLI: "/nonexistent/mcpb", Epoch: epoch})
+	if err == nil || !strings.Contains(err.Error(), "assets") {
+		t.Errorf("Build without web.html among the assets: %v", err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed Build left %s: %v", out, err)
