@@ -486,6 +486,17 @@ func TestBrowserWebView(t *testing.T) {
 				return map[string]any{"error": err.Error()}
 			}
 			return map[string]any{"text": text(res), "isError": res.IsError}
+		case "client-value":
+			// The assistant reads a value with get_value.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sid, _ := msg["session"].(string)
+			expr, _ := msg["expression"].(string)
+			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_value", Arguments: map[string]any{"session_id": sid, "expression": expr}})
+			if err != nil {
+				return map[string]any{"error": err.Error()}
+			}
+			return map[string]any{"text": text(res), "isError": res.IsError}
 		case "person-ran":
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

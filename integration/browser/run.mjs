@@ -804,12 +804,12 @@ async function appSuite() {
     let got = "";
     const deadline = Date.now() + 20000;
     for (;;) {
-      const r = await page.evaluate(() => window.callTool("run_code", { session_id: "cw", code: "print('value', s.value)" }));
+      const r = await page.evaluate(() => window.callTool("get_value", { session_id: "cw", expression: "s.value" }));
       got = (r.content || []).map((c) => c.text || "").join("\n");
-      if (/value 7\b/.test(got) || Date.now() > deadline) break;
+      if (/\(int\):\s*7$/.test(got.trim()) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    check(/value 7\b/.test(got), `the kernel's s.value after the cell view moved it: ${got}`);
+    check(/\(int\):\s*7$/.test(got.trim()), `get_value s.value after the cell view moved it: ${got}`);
     await poll(frame, () => document.body.innerText.includes("x is 5"), null, "the interact's output x is 5");
     await handle("x").focus();
     await page.keyboard.press("ArrowRight");
@@ -1055,11 +1055,11 @@ async function webSuite() {
     let got = "";
     const deadline = Date.now() + 20000;
     for (;;) {
-      got = (await sync("client-code", { session: "widgets", code: "print('value', s.value)" })).text;
-      if (/value 7\b/.test(got) || Date.now() > deadline) break;
+      got = (await sync("client-value", { session: "widgets", expression: "s.value" })).text;
+      if (/\(int\):\s*7$/.test(got.trim()) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    check(/value 7\b/.test(got), `the kernel's s.value after the page moved it: ${got}`);
+    check(/\(int\):\s*7$/.test(got.trim()), `get_value s.value after the page moved it: ${got}`);
     check(await page.evaluate(() => document.body.innerText.includes("x is 5")), "the interact's output x is 5 is not shown");
     await handle("x").focus();
     await page.keyboard.press("ArrowRight");
