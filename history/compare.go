@@ -20,9 +20,10 @@ var (
 	ipykernelDirRE = regexp.MustCompile(`ipykernel_\d+`)
 	// Timing magics report measured times: %time's "CPU times: user 30 µs"
 	// and "Wall time: 39.6 µs", %timeit's "2.47 µs ± 207 ns per loop". The
-	// unit goes too: the same run can be 999 ns or 1.01 µs.
+	// unit goes too: the same run can be 999 ns or 1.01 µs. IPython
+	// writes three significant digits with %g, so 1000 µs is "1e+03 µs".
 	timingRE   = regexp.MustCompile(`(?m)^(CPU times|Wall time|.* per loop).*$`)
-	timeUnitRE = regexp.MustCompile(`[0-9.]+ ?(ns|µs|us|ms|s)\b`)
+	timeUnitRE = regexp.MustCompile(`[0-9.]+(e[+-]?[0-9]+)? ?(ns|µs|us|ms|s)\b`)
 	// %timeit warns when its slowest run took over 4 times its fastest,
 	// which depends on the machine's load at that moment.
 	slowestRunRE = regexp.MustCompile(`(?m)^The slowest run took [0-9.]+ times longer than the fastest\..*\n?`)

@@ -67,6 +67,10 @@ func TestNormalise(t *testing.T) {
 	if got := Normalise(in, "/work/x"); got != want {
 		t.Errorf("Normalise = %q, want %q", got, want)
 	}
+	// IPython's %g: a time of exactly 1000 µs is "1e+03 µs".
+	if got, want := Normalise("CPU times: user 2 ms, sys: 1e+03 µs, total: 3 ms\n", ""), "CPU times: user <time>, sys: <time>, total: <time>\n"; got != want {
+		t.Errorf("Normalise = %q, want %q", got, want)
+	}
 	if got := Normalise("abc", ""); got != "abc" {
 		t.Errorf("Normalise without a cwd = %q", got)
 	}
