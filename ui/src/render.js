@@ -620,6 +620,11 @@ export class CellView {
     const elapsed = formatElapsed(c.elapsed_ms);
     if (elapsed) this.head.append(el("span", "cell-elapsed", elapsed));
     if (c.by === "person") this.head.append(el("span", "cell-by", "by the person"));
+    if (c.task && isLive(status)) {
+      const t = el("span", "cell-task", "task");
+      t.title = "The client follows this run as an MCP task";
+      this.head.append(t);
+    }
     if (c.source) this.head.append(el("span", "cell-source", c.source));
 
     const code = c.code || "";
