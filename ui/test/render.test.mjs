@@ -127,3 +127,16 @@ test("markdown and raw text cells show as text, not code", () => {
   assert.equal(v.root.querySelector(".cell-code h1").textContent, "Title");
   assert.equal(v.root.querySelector(".cell-count"), null);
 });
+
+test("a live cell followed as an MCP task says so; once done it does not", () => {
+  const v = new CellView({ onInterrupt: () => {} });
+  v.set({ ...base, status: "running", task: true, outputs: [] });
+  const badge = v.root.querySelector(".cell-task");
+  assert.ok(badge, "no task badge on a live task's cell");
+  assert.equal(badge.textContent, "task");
+  v.setMeta({ status: "ok" });
+  assert.equal(v.root.querySelector(".cell-task"), null, "the badge stays on a finished cell");
+  const w = new CellView({ onInterrupt: () => {} });
+  w.set({ ...base, status: "running", outputs: [] });
+  assert.equal(w.root.querySelector(".cell-task"), null, "a run that is no task has a badge");
+});
