@@ -1,0 +1,277 @@
+// --auth oauth: kernel-mcp as an OAuth 2.1 protected resource with its own
+// authorization server (package oauth), people signing in through
+// JupyterHub or an OpenID Connect provider, and one engine per user, made
+// on the user's first call.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
+	"github.com/kernel-mcp/kernel-mcp/mcpserver"
+	"github.com/kernel-mcp/kernel-mcp/oauth"
+)
+
+// The --auth values.
+const (
+	authToken = "token"
+	authOAuth = "oauth"
+)
+
+// oauthConfig is --auth oauth's settings.
+type oauthConfig struct {
+	PublicURL        string // "": http://<listener> (loopback only)
+	HubURL           string
+	OIDCIssuer       string
+	OIDCClientID     string
+	OIDCClientSecret string
+	OIDCUserClaim    string
+	AllowedUsers     []string
+	AllowedGroups    []string
+	// hub is set when the sign-in goes through JupyterHub.
+	hub bool
+}
+
+// parseOAuth reads --auth and, with oauth, its settings.
+func parseOAuth(cfg *config, get, getenv func(string) string) error {
+	mode := strings.ToLower(get("auth"))
+	oauthOnly := []string{"public-url", "hub-url", "oidc-issuer", "oidc-client-id", "oidc-user-claim", "allowed-users", "allowed-groups"}
+	switch mode {
+	case "", authToken:
+		for _, name := range oauthOnly {
+			if v := get(name); v != "" {
+				return invalid(name, v, "has no effect without --auth oauth / KERNEL_MCP_AUTH=oauth")
+			}
+		}
+		return nil
+	case authOAuth:
+	default:
+		return invalid("auth", get("auth"), "want token or oauth")
+	}
+	switch {
+	case !cfg.isHTTP():
+		return invalid("auth", mode, "OAuth is for the HTTP transports: use --transport streamable-http or sse")
+	case cfg.Token != "" || cfg.TokenFile != "" || cfg.TokensFile != "":
+		return invalid("auth", mode, "cannot be used with --token, --token-file or --tokens-file: with OAuth, people sign in and get tokens of their own")
+	case cfg.UI != "":
+		return invalid("auth", mode, "the web view does not sign in through OAuth yet; leave --ui out with --auth oauth")
+	}
+	oc := &oauthConfig{
+		PublicURL:        strings.TrimSuffix(get("public-url"), "/"),
+		HubURL:           get("hub-url"),
+		OIDCIssuer:       get("oidc-issuer"),
+		OIDCClientID:     get("oidc-client-id"),
+		OIDCClientSecret: getenv("KERNEL_MCP_OIDC_CLIENT_SECRET"),
+		OIDCUserClaim:    get("oidc-user-claim"),
+		AllowedUsers:     commaList(get("allowed-users")),
+		AllowedGroups:    commaList(get("allowed-groups")),
+	}
+	oc.hub = oc.HubURL != "" || (oc.OIDCIssuer == "" && getenv("JUPYTERHUB_API_TOKEN") != "")
+	switch {
+	case oc.hub && oc.OIDCIssuer != "":
+		return invalid("oidc-issuer", oc.OIDCIssuer, "give either --hub-url (JupyterHub) or --oidc-issuer (an OpenID provider), not both")
+	case !oc.hub && oc.OIDCIssuer == "":
+		return invalid("auth", mode, "nobody could sign in: give --hub-url (or run as a JupyterHub service, which sets JUPYTERHUB_API_TOKEN) or --oidc-issuer with --oidc-client-id")
+	case oc.OIDCIssuer != "" && oc.OIDCClientID == "":
+		return invalid("oidc-issuer", oc.OIDCIssuer, "needs --oidc-client-id / KERNEL_MCP_OIDC_CLIENT_ID, kernel-mcp's client at the provider")
+	case oc.hub && (oc.OIDCClientID != "" || oc.OIDCUserClaim != ""):
+		return invalid("oidc-client-id", oc.OIDCClientID, "is for --oidc-issuer, not for JupyterHub")
+	}
+	if oc.PublicURL != "" {
+		u, err := url.Parse(oc.PublicURL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+			return invalid("public-url", oc.PublicURL, "want https://host[:port]")
+		case u.Path != "" || u.RawQuery != "" || u.User != nil:
+			return invalid("public-url", oc.PublicURL, "want https://host[:port], without a path, query or credentials (a path prefix is not supported yet)")
+		case u.Scheme == "http" && !httpguard.LoopbackHost(u.Hostname()):
+			return invalid("public-url", oc.PublicURL, "browsers and clients send passwords' equivalents here: use https (a TLS proxy in front), or a loopback address for a test")
+		}
+	} else if !httpguard.LoopbackHost(cfg.Host) {
+		return invalid("auth", mode, "needs --public-url / KERNEL_MCP_PUBLIC_URL, the https address clients reach this server at, when --host is not loopback")
+	}
+	for _, name := range oc.AllowedUsers {
+		if !oauth.ValidUserName(name) {
+			return invalid("allowed-users", name, "not a user name kernel-mcp can serve (1-64 letters, digits, '_', '.', '@' or '-')")
+		}
+	}
+	cfg.OAuth = oc
+	return nil
+}
+
+func commaList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// oauthSide is the authorization server and the users' engines.
+type oauthSide struct {
+	as    *oauth.Server
+	users *userPool
+}
+
+// startOAuth makes the authorization server for the listener at addr and
+// the sign-in through the configured provider.
+func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net.Addr, getenv func(string) string, logger *slog.Logger) (*oauthSide, error) {
+	oc := cfg.OAuth
+	issuer := oc.PublicURL
+	if issuer == "" {
+		issuer = "http://" + addr.String()
+	}
+	redirect := issuer + oauth.PathCallback
+	var login oauth.Upstream
+	if oc.hub {
+		hc, err := oauth.HubConfigFromEnv(getenv, oc.HubURL, redirect)
+		if err != nil {
+			return nil, err
+		}
+		if login, err = oauth.NewHub(hc); err != nil {
+			return nil, err
+		}
+	} else {
+		o, err := oauth.NewOIDC(ctx, oauth.OIDCConfig{
+			Issuer: oc.OIDCIssuer, ClientID: oc.OIDCClientID, ClientSecret: oc.OIDCClientSecret,
+			RedirectURL: redirect, UserClaim: oc.OIDCUserClaim,
+		})
+		if err != nil {
+			return nil, err
+		}
+		login = o
+	}
+	stateDir := ""
+	if base.StateDir != "" {
+		stateDir = filepath.Join(base.StateDir, "oauth")
+	} else {
+		logger.Warn("no state folder: OAuth keys, clients and grants are kept in memory, and every client must sign in again after a restart")
+	}
+	path := pathStreamable
+	if cfg.Transport == transportSSE {
+		path = pathSSE
+	}
+	as, err := oauth.New(oauth.Config{
+		Issuer:        issuer,
+		Resource:      issuer + path,
+		StateDir:      stateDir,
+		Login:         login,
+		AllowedUsers:  oc.AllowedUsers,
+		AllowedGroups: oc.AllowedGroups,
+		Logger:        logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("OAuth sign-in", "issuer", issuer, "provider", login.Name(), "allowed_users", oc.AllowedUsers, "allowed_groups", oc.AllowedGroups)
+	return &oauthSide{as: as, users: newUserPool(cfg, base, logger)}, nil
+}
+
+// handler serves the authorization server and, behind the token check,
+// each signed-in user's own MCP endpoint.
+func (o *oauthSide) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", o.as.Handler())
+	mcp := o.as.RequireToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authorized(r)
+		o.users.ServeHTTP(w, r)
+	}))
+	mux.Handle(pathStreamable, mcp)
+	mux.Handle(pathSSE, mcp)
+	return mux
+}
+
+// userPool holds one MCP server per signed-in user, made on the user's
+// first call, as --tokens-file does for its users at start: sessions,
+// histories and state folder <state dir>/users/<name> of their own.
+type userPool struct {
+	cfg    config
+	base   mcpserver.Config
+	total  *engine.KernelLimit
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	users  map[string]http.Handler
+	list   []*mcpserver.Server
+	closed bool
+}
+
+func newUserPool(cfg config, base mcpserver.Config, logger *slog.Logger) *userPool {
+	return &userPool{cfg: cfg, base: base, total: engine.NewKernelLimit(base.MaxSessions), logger: logger, users: map[string]http.Handler{}}
+}
+
+// errClosed answers a call that arrives while the server shuts down.
+var errClosed = errors.New("the server is shutting down")
+
+// endpoint returns the user's MCP endpoint, making their server first.
+func (p *userPool) endpoint(name string) (http.Handler, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errClosed
+	}
+	if h := p.users[name]; h != nil {
+		return h, nil
+	}
+	c := p.base
+	c.SharedLimit = p.total
+	c.MultiUser = true
+	c.MaxSessions = p.cfg.MaxSessionsPerUser
+	if c.StateDir != "" {
+		c.StateDir = filepath.Join(c.StateDir, "users", name)
+	}
+	c.Logger = p.base.Logger.With("user", name)
+	srv, err := mcpserver.New(c)
+	if err != nil {
+		return nil, err
+	}
+	h := mcpHTTPHandler(p.cfg, srv, c.Logger)
+	p.users[name] = h
+	p.list = append(p.list, srv)
+	p.logger.Info("first call of a signed-in user", "user", name)
+	return h, nil
+}
+
+// ServeHTTP sends a request that passed the token check to its user's
+// endpoint.
+func (p *userPool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := oauth.UserFromContext(r.Context())
+	if !oauth.ValidUserName(name) {
+		http.Error(w, "403 forbidden: the token names no user this server can serve", http.StatusForbidden)
+		return
+	}
+	h, err := p.endpoint(name)
+	if err != nil {
+		p.logger.Warn("cannot serve a user", "user", name, "error", err)
+		http.Error(w, fmt.Sprintf("503 service unavailable: %v", err), http.StatusServiceUnavailable)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// Close shuts every user's kernels down; calls after it are refused.
+func (p *userPool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	list := p.list
+	p.list = nil
+	p.mu.Unlock()
+	errs := make([]error, len(list))
+	for i, srv := range list {
+		errs[i] = srv.Close()
+	}
+	return errors.Join(errs...)
+}
