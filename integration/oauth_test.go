@@ -1,0 +1,507 @@
+//go:build unix
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// The sign-in tests run real parts: JupyterHub 6 from PyPI (in a venv of
+// its own, which .ci/run makes) with its configurable-http-proxy from npm
+// (integration/oauth) and DummyAuthenticator passwords; kernel-mcp as the
+// hub's managed service with --auth oauth; go-sdk's OAuth client
+// (AuthorizationCodeHandler), which no one here wrote, discovering,
+// registering and signing in through the hub's login page.
+
+// requireOAuthParts returns the jupyterhub command and the proxy's, or
+// fails (under CI) or skips (locally) when they are not installed.
+func requireOAuthParts(t *testing.T) (hub, proxy string) {
+	t.Helper()
+	requireKernel(t)
+	venv := os.Getenv("KERNEL_MCP_TEST_HUB_VENV")
+	if venv == "" {
+		home, _ := os.UserHomeDir()
+		venv = filepath.Join(home, ".cache", "kernel-mcp", "venv-hub")
+	}
+	hub = filepath.Join(venv, "bin", "jupyterhub")
+	proxy, _ = filepath.Abs(filepath.Join("oauth", "node_modules", ".bin", "configurable-http-proxy"))
+	var missing []string
+	if _, err := os.Stat(hub); err != nil {
+		missing = append(missing, fmt.Sprintf("JupyterHub (%s; make it with: python3 -m venv %s && %s/bin/pip install 'jupyterhub>=6,<7')", hub, venv, venv))
+	}
+	if _, err := os.Stat(proxy); err != nil {
+		missing = append(missing, "configurable-http-proxy (cd integration/oauth && npm ci)")
+	}
+	if len(missing) > 0 {
+		msg := "the sign-in tests need " + strings.Join(missing, " and ")
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return hub, proxy
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// hubSetup is a running JupyterHub with kernel-mcp as its service.
+type hubSetup struct {
+	hubURL string // the hub's public URL (its proxy)
+	mcpURL string // kernel-mcp's MCP endpoint
+	base   string // kernel-mcp's issuer
+}
+
+// startHub starts JupyterHub with users alice, bob (group mcp-users) and
+// carol (no group), all with the password "hub-password", and kernel-mcp
+// as a managed service that only mcp-users may use. env is added to the
+// service's environment.
+func startHub(t *testing.T, env map[string]string) *hubSetup {
+	t.Helper()
+	hub, proxy := requireOAuthParts(t)
+	dir := t.TempDir()
+	pub, hubPort, proxyAPI, mcpPort := freePort(t), freePort(t), freePort(t), freePort(t)
+	python, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &hubSetup{hubURL: fmt.Sprintf("http://127.0.0.1:%d", pub), base: fmt.Sprintf("http://127.0.0.1:%d", mcpPort)}
+	s.mcpURL = s.base + "/mcp"
+	serviceEnv := map[string]string{
+		"HOME":                   dir,
+		"PYTHON_MCP_INTERPRETER": strings.TrimSpace(string(python)),
+		"IPYTHONDIR":             os.Getenv("IPYTHONDIR"),
+	}
+	for k, v := range env {
+		serviceEnv[k] = v
+	}
+	envJSON, _ := json.Marshal(serviceEnv)
+	cmdJSON, _ := json.Marshal([]string{binary, "--transport", "streamable-http", "--port", strconv.Itoa(mcpPort),
+		"--auth", "oauth", "--hub-url", s.hubURL, "--allowed-groups", "mcp-users",
+		"--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--log-level", "debug"})
+	config := fmt.Sprintf(`
+import json
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = %d
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = %d
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:%d"
+c.ConfigurableHTTPProxy.command = [%q]
+c.JupyterHub.db_url = "sqlite:///%s/hub.sqlite"
+c.JupyterHub.cookie_secret_file = "%s/cookie_secret"
+c.JupyterHub.pid_file = "%s/hub.pid"
+c.JupyterHub.authenticator_class = "dummy"
+c.DummyAuthenticator.password = "hub-password"
+c.Authenticator.allowed_users = {"alice", "bob", "carol"}
+c.JupyterHub.spawner_class = "simple"
+c.JupyterHub.load_groups = {"mcp-users": {"users": ["alice", "bob"]}}
+# Every hub user may reach the service at the hub; kernel-mcp's own
+# --allowed-groups then decides.
+c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", "access:services!service=kernel-mcp"]}]
+c.JupyterHub.services = [{
+    "name": "kernel-mcp",
+    "command": json.loads(%q),
+    "url": "http://127.0.0.1:%d",
+    "oauth_redirect_uri": "http://127.0.0.1:%d/oauth/callback",
+    "oauth_no_confirm": True,
+    "environment": json.loads(%q),
+}]
+`, pub, hubPort, proxyAPI, proxy, dir, dir, dir, string(cmdJSON), mcpPort, mcpPort, string(envJSON))
+	cfgPath := filepath.Join(dir, "jupyterhub_config.py")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(hub, "-f", cfgPath)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var log lockedBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The hub stops its proxy and its managed services when it stops.
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("jupyterhub and kernel-mcp output:\n%s", log.String())
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for _, u := range []string{s.hubURL + "/hub/api/", s.base + "/.well-known/oauth-authorization-server"} {
+		for {
+			resp, err := http.Get(u)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not answer in 90 s:\n%s", u, log.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return s
+}
+
+// clientRedirect is the redirect URI of the MCP clients here; the browser
+// stops at the redirect to it and hands the code to the client.
+const clientRedirect = "http://127.0.0.1:1/callback"
+
+// person is someone at a browser: cookies, and redirects followed except
+// the last one, to the MCP client.
+type person struct {
+	t        *testing.T
+	c        *http.Client
+	name, pw string
+	consent  string // "allow" or "deny"
+}
+
+func newPerson(t *testing.T, name, pw string) *person {
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &person{t: t, name: name, pw: pw, consent: "allow", c: &http.Client{Jar: jar, Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if strings.HasPrefix(req.URL.String(), clientRedirect) {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}}}
+}
+
+var (
+	formTag  = regexp.MustCompile(`(?is)<form[^>]*action="([^"]*)"[^>]*>(.*?)</form>`)
+	inputTag = regexp.MustCompile(`(?is)<(?:input|button)[^>]*>`)
+	attr     = regexp.MustCompile(`(?is)\b(name|value)="([^"]*)"`)
+)
+
+// form finds the page's form that has a field named field, and returns
+// its action (absolute) and fields.
+func form(page *url.URL, body, field string) (string, url.Values, bool) {
+	for _, f := range formTag.FindAllStringSubmatch(body, -1) {
+		vals := url.Values{}
+		for _, in := range inputTag.FindAllString(f[2], -1) {
+			var name, value string
+			for _, a := range attr.FindAllStringSubmatch(in, -1) {
+				if strings.EqualFold(a[1], "name") {
+					name = html.UnescapeString(a[2])
+				} else {
+					value = html.UnescapeString(a[2])
+				}
+			}
+			if name != "" && !strings.HasPrefix(strings.ToLower(in), "<button") {
+				vals.Set(name, value)
+			}
+		}
+		if _, ok := vals[field]; ok {
+			action, err := page.Parse(html.UnescapeString(f[1]))
+			if err != nil {
+				return "", nil, false
+			}
+			return action.String(), vals, true
+		}
+	}
+	return "", nil, false
+}
+
+// signIn follows the authorization URL through the hub's login page and
+// kernel-mcp's consent page, and returns what was sent back to the client.
+func (p *person) signIn(authURL string) (url.Values, string) {
+	p.t.Helper()
+	resp, body := p.do(http.MethodGet, authURL, nil)
+	for step := 0; step < 8; step++ {
+		if loc := resp.Header.Get("Location"); strings.HasPrefix(loc, clientRedirect) {
+			u, _ := url.Parse(loc)
+			return u.Query(), body
+		}
+		if action, vals, ok := form(resp.Request.URL, body, "password"); ok {
+			// The hub's form says username, oidc-provider's login.
+			vals.Set("username", p.name)
+			vals.Set("login", p.name)
+			vals.Set("password", p.pw)
+			resp, body = p.do(http.MethodPost, action, vals)
+			continue
+		}
+		if action, vals, ok := form(resp.Request.URL, body, "consent_token"); ok {
+			for _, want := range []string{p.name, clientRedirect} {
+				if !strings.Contains(body, want) {
+					p.t.Errorf("the consent page does not name %q:\n%s", want, body)
+				}
+			}
+			vals.Set("decision", p.consent)
+			resp, body = p.do(http.MethodPost, action, vals)
+			continue
+		}
+		if action, vals, ok := form(resp.Request.URL, body, "prompt"); ok {
+			// oidc-provider's own consent to releasing the claims.
+			resp, body = p.do(http.MethodPost, action, vals)
+			continue
+		}
+		break
+	}
+	return nil, fmt.Sprintf("%d at %s:\n%s", resp.StatusCode, resp.Request.URL, body)
+}
+
+func (p *person) do(method, u string, form url.Values) (*http.Response, string) {
+	p.t.Helper()
+	var rd io.Reader
+	if form != nil {
+		rd = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := p.c.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// mcpAs connects go-sdk's client with its OAuth handler to mcpURL, the
+// person signing in when the server asks.
+func mcpAs(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHandlerConfig) (*mcp.ClientSession, error) {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	reg.RedirectURL = clientRedirect
+	reg.Client = hc
+	reg.RequestRefreshToken = true
+	reg.AuthorizationCodeFetcher = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		back, page := p.signIn(args.URL)
+		if back == nil {
+			return nil, fmt.Errorf("the sign-in of %s stopped: %s", p.name, page)
+		}
+		if e := back.Get("error"); e != "" {
+			return nil, fmt.Errorf("sign-in refused: %s: %s", e, back.Get("error_description"))
+		}
+		return &auth.AuthorizationResult{Code: back.Get("code"), State: back.Get("state"), Iss: back.Get("iss")}, nil
+	}
+	h, err := auth.NewAuthorizationCodeHandler(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "oauth-it", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: hc, OAuthHandler: h}, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, nil
+}
+
+func dcr() *auth.AuthorizationCodeHandlerConfig {
+	return &auth.AuthorizationCodeHandlerConfig{DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+		Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{clientRedirect}, ClientName: "go-sdk OAuth client",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, TokenEndpointAuthMethod: "none",
+		},
+	}}
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		t.Fatalf("%s: %s", tool, b.String())
+	}
+	return b.String()
+}
+
+// TestOAuthJupyterHub: kernel-mcp as a JupyterHub service. alice signs in
+// through the hub's login page with a client registered by DCR, bob with
+// one named by a Client ID Metadata Document; each runs code and sees only
+// their own sessions; carol, outside the allowed group, is refused.
+func TestOAuthJupyterHub(t *testing.T) {
+	// The metadata document is served over https by the test; kernel-mcp
+	// trusts the test's certificate through SSL_CERT_FILE.
+	var docURL string
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"client_id": docURL, "client_name": "CIMD client", "redirect_uris": []string{clientRedirect},
+			"grant_types": []string{"authorization_code", "refresh_token"}, "token_endpoint_auth_method": "none",
+		})
+	}))
+	t.Cleanup(docs.Close)
+	docURL = docs.URL + "/client-metadata.json"
+	certFile := filepath.Join(t.TempDir(), "cert.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: docs.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startHub(t, map[string]string{"SSL_CERT_FILE": certFile})
+
+	// No token: 401 naming the resource metadata.
+	resp, err := http.Post(s.mcpURL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if www := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(www, "resource_metadata=") {
+		t.Fatalf("no token: %d %q", resp.StatusCode, www)
+	}
+
+	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	if out := callText(t, alice, "run_code", map[string]any{"session_id": "alices", "code": "x = 6 * 7\nprint(x)"}); !strings.Contains(out, "42") {
+		t.Errorf("alice's run: %q", out)
+	}
+	bob, err := mcpAs(t, s.mcpURL, newPerson(t, "bob", "hub-password"), &auth.AuthorizationCodeHandlerConfig{
+		ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: docURL},
+	})
+	if err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	if out := callText(t, bob, "run_code", map[string]any{"session_id": "bobs", "code": "print('bob here')"}); !strings.Contains(out, "bob here") {
+		t.Errorf("bob's run: %q", out)
+	}
+	aliceList := callText(t, alice, "list_sessions", nil)
+	bobList := callText(t, bob, "list_sessions", nil)
+	if !strings.Contains(aliceList, "alices") || strings.Contains(aliceList, "bobs") {
+		t.Errorf("alice's sessions: %s", aliceList)
+	}
+	if !strings.Contains(bobList, "bobs") || strings.Contains(bobList, "alices") {
+		t.Errorf("bob's sessions: %s", bobList)
+	}
+
+	// carol signs in at the hub, but is not in mcp-users.
+	if _, err := mcpAs(t, s.mcpURL, newPerson(t, "carol", "hub-password"), dcr()); err == nil || !strings.Contains(err.Error(), "access_denied") {
+		t.Errorf("carol: %v, want access_denied", err)
+	}
+	// A wrong hub password gets no further than the hub's login page.
+	if _, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "wrong"), dcr()); err == nil {
+		t.Error("alice with a wrong password got in")
+	}
+}
+
+// startOIDCProvider runs panva's oidc-provider (integration/oauth) on a
+// free port with kernel-mcp's redirect URI registered, and returns its
+// issuer.
+func startOIDCProvider(t *testing.T, redirect string) string {
+	t.Helper()
+	script, _ := filepath.Abs(filepath.Join("oauth", "oidc-provider.mjs"))
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(filepath.Join("oauth", "node_modules", "oidc-provider")); err != nil || serr != nil {
+		msg := "the OpenID provider test needs node and oidc-provider (cd integration/oauth && npm ci)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	port := freePort(t)
+	cmd := exec.Command(node, script, strconv.Itoa(port), redirect)
+	var log lockedBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("oidc-provider output:\n%s", log.String())
+		}
+	})
+	issuer := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(issuer + "/.well-known/openid-configuration")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return issuer
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("oidc-provider did not start:\n%s", log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestOAuthOpenIDProvider: the same flow with the sign-in delegated to a
+// real OpenID provider found by discovery: alice (in mcp-users) runs code,
+// carol (in no group) is refused.
+func TestOAuthOpenIDProvider(t *testing.T) {
+	requireKernel(t)
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	issuer := startOIDCProvider(t, base+"/oauth/callback")
+	cmd := exec.Command(binary, "--transport", "streamable-http", "--port", strconv.Itoa(port), "--state-dir", t.TempDir(),
+		"--pool-size", "0", "--auth", "oauth", "--oidc-issuer", issuer, "--oidc-client-id", "kernel-mcp", "--allowed-groups", "mcp-users")
+	cmd.Env = append(os.Environ(), "KERNEL_MCP_OIDC_CLIENT_SECRET=kernel-mcp-test-secret")
+	mcpURL := startHTTPCmd(t, cmd)
+
+	alice, err := mcpAs(t, mcpURL, newPerson(t, "alice", "any"), dcr())
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	if out := callText(t, alice, "run_code", map[string]any{"code": "print(2 ** 10)"}); !strings.Contains(out, "1024") {
+		t.Errorf("alice's run: %q", out)
+	}
+	if _, err := mcpAs(t, mcpURL, newPerson(t, "carol", "any"), dcr()); err == nil || !strings.Contains(err.Error(), "access_denied") {
+		t.Errorf("carol: %v, want access_denied", err)
+	}
+}
