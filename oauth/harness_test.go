@@ -48,7 +48,7 @@ type testCode struct {
 	challenge string
 }
 
-func newTestIdP(t *testing.T) *testIdP {
+func newTestIdP(t testing.TB) *testIdP {
 	p := &testIdP{
 		users: map[string]testUser{
 			"alice": {"alice-pw", []string{"staff"}},
@@ -105,7 +105,7 @@ func (p *testIdP) Exchange(ctx context.Context, code, verifier string) (Identity
 // root and an MCP endpoint behind RequireToken at /mcp whose one tool says
 // who called it.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	idp *testIdP
 	srv *httptest.Server
 	as  *Server
@@ -114,7 +114,7 @@ type env struct {
 	h   http.Handler
 }
 
-func newEnv(t *testing.T, mod func(*Config)) *env {
+func newEnv(t testing.TB, mod func(*Config)) *env {
 	e := &env{t: t, idp: newTestIdP(t)}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
@@ -154,7 +154,10 @@ func (e *env) start() {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", as.Handler())
-	mux.Handle("/mcp", as.RequireToken(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{Stateless: true})))
+	endpoint := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{Stateless: true})
+	mux.Handle("/mcp", as.RequireToken(endpoint))
+	mux.Handle("/open", endpoint) // the same without authorization, for the benchmark
+
 	e.mu.Lock()
 	e.as, e.h = as, mux
 	e.mu.Unlock()
@@ -163,12 +166,12 @@ func (e *env) start() {
 // browser is a person's browser: cookies, redirects followed, except the
 // last one to the MCP client's redirect URI, which it reports.
 type browser struct {
-	t        *testing.T
+	t        testing.TB
 	c        *http.Client
 	redirect string // the client's redirect URI; a redirect there ends the flow
 }
 
-func newBrowser(t *testing.T, redirect string) *browser {
+func newBrowser(t testing.TB, redirect string) *browser {
 	jar, _ := cookiejar.New(nil)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)

@@ -17,12 +17,12 @@ import (
 // raw is a hand-driven OAuth client: every request spelled out, so that
 // each refusal can be provoked.
 type raw struct {
-	t  *testing.T
+	t  testing.TB
 	e  *env
 	hc *http.Client
 }
 
-func newRaw(t *testing.T, e *env) *raw {
+func newRaw(t testing.TB, e *env) *raw {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &raw{t: t, e: e, hc: &http.Client{Transport: tr}}
