@@ -108,7 +108,7 @@ func startHub(t *testing.T, env map[string]string) *hubSetup {
 	envJSON, _ := json.Marshal(serviceEnv)
 	cmdJSON, _ := json.Marshal([]string{binary, "--transport", "streamable-http", "--port", strconv.Itoa(mcpPort),
 		"--auth", "oauth", "--hub-url", s.hubURL, "--allowed-groups", "mcp-users",
-		"--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--log-level", "debug"})
+		"--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--log-level", "debug", "--ui", "127.0.0.1:0"})
 	config := fmt.Sprintf(`
 import json
 c.JupyterHub.ip = "127.0.0.1"
@@ -282,6 +282,24 @@ func (p *person) signIn(authURL string) (url.Values, string) {
 	return nil, fmt.Sprintf("%d at %s:\n%s", resp.StatusCode, resp.Request.URL, body)
 }
 
+// open opens a page as a browser does, signing in at the provider's
+// login form when sent there, and returns the page it ends on.
+func (p *person) open(u string) (*http.Response, string) {
+	p.t.Helper()
+	resp, body := p.do(http.MethodGet, u, nil)
+	for step := 0; step < 4; step++ {
+		action, vals, ok := form(resp.Request.URL, body, "password")
+		if !ok {
+			break
+		}
+		vals.Set("username", p.name)
+		vals.Set("login", p.name)
+		vals.Set("password", p.pw)
+		resp, body = p.do(http.MethodPost, action, vals)
+	}
+	return resp, body
+}
+
 func (p *person) do(method, u string, form url.Values) (*http.Response, string) {
 	p.t.Helper()
 	var rd io.Reader
@@ -424,6 +442,25 @@ func TestOAuthJupyterHub(t *testing.T) {
 	}
 	if !strings.Contains(bobList, "bobs") || strings.Contains(bobList, "alices") {
 		t.Errorf("bob's sessions: %s", bobList)
+	}
+
+	// The web view signs in through the hub too, and shows each person
+	// their own sessions; without the sign-in, its API answers 401.
+	aliceBrowser := newPerson(t, "alice", "hub-password")
+	resp, body := aliceBrowser.open(s.base + "/ui/")
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/" || !strings.Contains(body, "<html") {
+		t.Errorf("alice's web view: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	resp, body = aliceBrowser.do(http.MethodGet, s.base+"/ui/api/sessions", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "alices") || strings.Contains(body, "bobs") {
+		t.Errorf("alice's web view sessions: %d %s", resp.StatusCode, body)
+	}
+	resp, body = newPerson(t, "bob", "hub-password").do(http.MethodGet, s.base+"/ui/api/sessions", nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the web view's API without signing in: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := newPerson(t, "carol", "hub-password").open(s.base + "/ui/"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("carol's web view: %d at %s", resp.StatusCode, resp.Request.URL)
 	}
 
 	// carol signs in at the hub, but is not in mcp-users.

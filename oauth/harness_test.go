@@ -125,10 +125,11 @@ func newEnv(t testing.TB, mod func(*Config)) *env {
 	t.Cleanup(e.srv.Close)
 	e.idp.callback = e.srv.URL + PathCallback
 	e.cfg = Config{
-		Issuer:   e.srv.URL,
-		Resource: e.srv.URL + "/mcp",
-		StateDir: filepath.Join(t.TempDir(), "oauth"),
-		Login:    e.idp,
+		Issuer:      e.srv.URL,
+		Resource:    e.srv.URL + "/mcp",
+		StateDir:    filepath.Join(t.TempDir(), "oauth"),
+		Login:       e.idp,
+		BrowserHome: "/ui/",
 	}
 	if mod != nil {
 		mod(&e.cfg)
@@ -157,6 +158,15 @@ func (e *env) start() {
 	endpoint := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{Stateless: true})
 	mux.Handle("/mcp", as.RequireToken(endpoint))
 	mux.Handle("/open", endpoint) // the same without authorization, for the benchmark
+	// A page behind a browser session, as the web view is.
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		user := as.BrowserUser(r)
+		if user == "" {
+			http.Redirect(w, r, as.BrowserSignInURL(r.URL.RequestURI()), http.StatusFound)
+			return
+		}
+		fmt.Fprintf(w, "page for %s", user)
+	})
 
 	e.mu.Lock()
 	e.as, e.h = as, mux

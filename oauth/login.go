@@ -105,6 +105,9 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.store.mu.Unlock()
 	if a == nil {
+		if state != "" && s.finishBrowserSignIn(w, r, state) {
+			return
+		}
 		s.page(w, http.StatusBadRequest, "This sign-in is unknown or expired", "Start again from your MCP client.")
 		return
 	}

@@ -290,8 +290,8 @@ func TestPKCERequired(t *testing.T) {
 	id := c.client()
 	verifier := oauth2.GenerateVerifier()
 	for name, params := range map[string]url.Values{
-		"missing": {"code_challenge": {""}, "code_challenge_method": {""}},
-		"plain":   {"code_challenge": {verifier}, "code_challenge_method": {"plain"}},
+		"missing":                      {"code_challenge": {""}, "code_challenge_method": {""}},
+		"plain":                        {"code_challenge": {verifier}, "code_challenge_method": {"plain"}},
 		"no method (plain by default)": {"code_challenge_method": {""}},
 	} {
 		p := newBrowser(t, clientRedirect).get(c.authURL(id, verifier, params))

@@ -67,6 +67,10 @@ type Config struct {
 	RefreshTokenLifetime time.Duration
 	// KeyLifetime: a signing key older than this is replaced at start.
 	KeyLifetime time.Duration
+	// BrowserHome is the path prefix of the pages a browser session may
+	// return to after PathBrowserSignIn (the web view's /ui/); "" offers
+	// no browser sessions.
+	BrowserHome string
 	// HTTPClient fetches Client ID Metadata Documents; nil: a default one.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
@@ -86,6 +90,10 @@ type Server struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedToken
+
+	// Browser sessions (browser.go), guarded by store.mu.
+	browserSignIns  map[string]*browserSignIn // by upstream state
+	browserSessions map[string]browserSession // by digest of the cookie
 }
 
 // cachedToken is a verified access token, kept until it expires so that a
@@ -140,7 +148,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{cfg: cfg, issuer: iss, logger: cfg.Logger, secure: iss.Scheme == "https", cache: map[string]cachedToken{}}
+	s := &Server{cfg: cfg, issuer: iss, logger: cfg.Logger, secure: iss.Scheme == "https", cache: map[string]cachedToken{},
+		browserSignIns: map[string]*browserSignIn{}, browserSessions: map[string]browserSession{}}
 	hc := metadataClient(cfg.HTTPClient)
 	s.store = &storage{
 		dir:        cfg.StateDir,
@@ -239,6 +248,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+PathLogin, s.serveLogin)
 	mux.HandleFunc("GET "+PathCallback, s.serveCallback)
 	mux.HandleFunc("POST "+PathConsent, s.serveConsent)
+	if s.cfg.BrowserHome != "" {
+		mux.HandleFunc("GET "+PathBrowserSignIn, s.serveBrowserSignIn)
+	}
 	return mux
 }
 

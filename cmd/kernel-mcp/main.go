@@ -172,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitError
 	}
 	if cfg.OAuth != nil {
-		if srv.oauth, err = startOAuth(ctx, cfg, srv.base, ln.Addr(), getenv, logger); err != nil {
+		if srv.oauth, err = startOAuth(ctx, cfg, srv.base, ln.Addr(), getenv, stderr, logger); err != nil {
 			fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 			return exitError
 		}

@@ -7,8 +7,10 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +23,7 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/internal/httpguard"
 	"github.com/kernel-mcp/kernel-mcp/mcpserver"
 	"github.com/kernel-mcp/kernel-mcp/oauth"
+	"github.com/kernel-mcp/kernel-mcp/webview"
 )
 
 // The --auth values.
@@ -41,6 +44,9 @@ type oauthConfig struct {
 	AllowedGroups    []string
 	// hub is set when the sign-in goes through JupyterHub.
 	hub bool
+	// WebView (--ui) serves the web view at <public-url>/ui/, signing in
+	// through the same provider; it has no listener of its own then.
+	WebView, WebViewReadOnly bool
 }
 
 // parseOAuth reads --auth and, with oauth, its settings.
@@ -64,8 +70,6 @@ func parseOAuth(cfg *config, get, getenv func(string) string) error {
 		return invalid("auth", mode, "OAuth is for the HTTP transports: use --transport streamable-http or sse")
 	case cfg.Token != "" || cfg.TokenFile != "" || cfg.TokensFile != "":
 		return invalid("auth", mode, "cannot be used with --token, --token-file or --tokens-file: with OAuth, people sign in and get tokens of their own")
-	case cfg.UI != "":
-		return invalid("auth", mode, "the web view does not sign in through OAuth yet; leave --ui out with --auth oauth")
 	}
 	oc := &oauthConfig{
 		PublicURL:        strings.TrimSuffix(get("public-url"), "/"),
@@ -106,6 +110,11 @@ func parseOAuth(cfg *config, get, getenv func(string) string) error {
 			return invalid("allowed-users", name, "not a user name kernel-mcp can serve (1-64 letters, digits, '_', '.', '@' or '-')")
 		}
 	}
+	// The web view signs in through the provider too, whose one redirect
+	// URI is on the public URL: it is served there, under /ui/, and
+	// main's token-guarded view with its own listener is not started.
+	oc.WebView, oc.WebViewReadOnly = cfg.UI != "", cfg.UIReadOnly
+	cfg.UI, cfg.UIReadOnly = "", false
 	cfg.OAuth = oc
 	return nil
 }
@@ -128,7 +137,7 @@ type oauthSide struct {
 
 // startOAuth makes the authorization server for the listener at addr and
 // the sign-in through the configured provider.
-func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net.Addr, getenv func(string) string, logger *slog.Logger) (*oauthSide, error) {
+func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net.Addr, getenv func(string) string, stderr io.Writer, logger *slog.Logger) (*oauthSide, error) {
 	oc := cfg.OAuth
 	issuer := oc.PublicURL
 	if issuer == "" {
@@ -164,7 +173,12 @@ func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net
 	if cfg.Transport == transportSSE {
 		path = pathSSE
 	}
+	home := ""
+	if oc.WebView {
+		home = webview.Prefix
+	}
 	as, err := oauth.New(oauth.Config{
+		BrowserHome:   home,
 		Issuer:        issuer,
 		Resource:      issuer + path,
 		StateDir:      stateDir,
@@ -177,7 +191,13 @@ func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net
 		return nil, err
 	}
 	logger.Info("OAuth sign-in", "issuer", issuer, "provider", login.Name(), "allowed_users", oc.AllowedUsers, "allowed_groups", oc.AllowedGroups)
-	return &oauthSide{as: as, users: newUserPool(cfg, base, logger)}, nil
+	users := newUserPool(cfg, base, logger)
+	if oc.WebView {
+		users.uiURL = issuer + webview.Prefix
+		// Always shown, whatever the log level: people need it.
+		fmt.Fprintf(stderr, "kernel-mcp: web view at %s (signing in through %s)\n", users.uiURL, login.Name())
+	}
+	return &oauthSide{as: as, users: users}, nil
 }
 
 // handler serves the authorization server and, behind the token check,
@@ -191,7 +211,40 @@ func (o *oauthSide) handler() http.Handler {
 	}))
 	mux.Handle(pathStreamable, mcp)
 	mux.Handle(pathSSE, mcp)
+	if o.users.uiURL != "" {
+		mux.HandleFunc(webview.Prefix, o.serveWebView)
+	}
 	return mux
+}
+
+// serveWebView serves the signed-in browser's user's web view. A browser
+// without a session that opens the page is sent to sign in; other requests
+// get 401. The view's own token check is satisfied here, on the server
+// side, for the user the session names: the token never reaches the page.
+func (o *oauthSide) serveWebView(w http.ResponseWriter, r *http.Request) {
+	user := o.as.BrowserUser(r)
+	if user == "" {
+		if r.Method == http.MethodGet && r.URL.Path == webview.Prefix {
+			http.Redirect(w, r, o.as.BrowserSignInURL(webview.Prefix), http.StatusFound)
+			return
+		}
+		httpguard.RefuseUnread(w)
+		http.Error(w, "401 unauthorized: sign in at "+o.users.uiURL, http.StatusUnauthorized)
+		return
+	}
+	view, err := o.users.view(user)
+	if err != nil {
+		o.users.logger.Warn("cannot serve a user's web view", "user", user, "error", err)
+		http.Error(w, fmt.Sprintf("503 service unavailable: %v", err), http.StatusServiceUnavailable)
+		return
+	}
+	authorized(r)
+	r = r.Clone(r.Context())
+	q := r.URL.Query()
+	q.Del("token")
+	r.URL.RawQuery = q.Encode()
+	r.Header.Set("Authorization", "Bearer "+view.token)
+	view.h.ServeHTTP(w, r)
 }
 
 // userPool holds one MCP server per signed-in user, made on the user's
@@ -203,14 +256,29 @@ type userPool struct {
 	total  *engine.KernelLimit
 	logger *slog.Logger
 
+	uiURL string // the web view's address; "" serves none
+
 	mu     sync.Mutex
-	users  map[string]http.Handler
+	users  map[string]*userServer
 	list   []*mcpserver.Server
 	closed bool
 }
 
+// userServer is one signed-in user's MCP endpoint and web view.
+type userServer struct {
+	mcp  http.Handler
+	view *userView
+}
+
+// userView is a user's web view and the token it checks, which only this
+// process knows.
+type userView struct {
+	h     *webview.Handler
+	token string
+}
+
 func newUserPool(cfg config, base mcpserver.Config, logger *slog.Logger) *userPool {
-	return &userPool{cfg: cfg, base: base, total: engine.NewKernelLimit(base.MaxSessions), logger: logger, users: map[string]http.Handler{}}
+	return &userPool{cfg: cfg, base: base, total: engine.NewKernelLimit(base.MaxSessions), logger: logger, users: map[string]*userServer{}}
 }
 
 // errClosed answers a call that arrives while the server shuts down.
@@ -218,13 +286,34 @@ var errClosed = errors.New("the server is shutting down")
 
 // endpoint returns the user's MCP endpoint, making their server first.
 func (p *userPool) endpoint(name string) (http.Handler, error) {
+	u, err := p.user(name)
+	if err != nil {
+		return nil, err
+	}
+	return u.mcp, nil
+}
+
+// view returns the user's web view, making their server first.
+func (p *userPool) view(name string) (*userView, error) {
+	u, err := p.user(name)
+	if err != nil {
+		return nil, err
+	}
+	if u.view == nil {
+		return nil, errors.New("the web view is off")
+	}
+	return u.view, nil
+}
+
+// user returns the user's server, made on first use.
+func (p *userPool) user(name string) (*userServer, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, errClosed
 	}
-	if h := p.users[name]; h != nil {
-		return h, nil
+	if u := p.users[name]; u != nil {
+		return u, nil
 	}
 	c := p.base
 	c.SharedLimit = p.total
@@ -234,15 +323,22 @@ func (p *userPool) endpoint(name string) (http.Handler, error) {
 		c.StateDir = filepath.Join(c.StateDir, "users", name)
 	}
 	c.Logger = p.base.Logger.With("user", name)
+	c.UIURL = p.uiURL
 	srv, err := mcpserver.New(c)
 	if err != nil {
 		return nil, err
 	}
-	h := mcpHTTPHandler(p.cfg, srv, c.Logger)
-	p.users[name] = h
+	u := &userServer{mcp: mcpHTTPHandler(p.cfg, srv, c.Logger)}
+	if p.uiURL != "" {
+		token := rand.Text() + rand.Text()
+		u.view = &userView{token: token, h: webview.New(webview.Options{
+			Engine: srv.Engine(), Token: token, ReadOnly: p.cfg.OAuth.WebViewReadOnly, HTML: mcpserver.WebHTML(), Logger: c.Logger,
+		})}
+	}
+	p.users[name] = u
 	p.list = append(p.list, srv)
 	p.logger.Info("first call of a signed-in user", "user", name)
-	return h, nil
+	return u, nil
 }
 
 // ServeHTTP sends a request that passed the token check to its user's

@@ -20,6 +20,11 @@ func TestParseOAuth(t *testing.T) {
 	if err != nil || cfg.OAuth == nil || !cfg.OAuth.hub {
 		t.Errorf("hub service: %+v %v", cfg.OAuth, err)
 	}
+	// --ui: the web view moves to the public URL and signs in there.
+	cfg, err = parseConfig(append(http, "--auth", "oauth", "--hub-url", "https://hub", "--ui", "127.0.0.1:0", "--ui-readonly"), env(base))
+	if err != nil || !cfg.OAuth.WebView || !cfg.OAuth.WebViewReadOnly || cfg.UI != "" {
+		t.Errorf("--ui with --auth oauth: %+v, UI %q, %v", cfg.OAuth, cfg.UI, err)
+	}
 	// Without --auth oauth, nothing changes.
 	if cfg, err := parseConfig(nil, env(base)); err != nil || cfg.OAuth != nil {
 		t.Errorf("default: %+v %v", cfg.OAuth, err)
@@ -38,7 +43,6 @@ func TestParseOAuthInvalid(t *testing.T) {
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--oidc-issuer", "https://l"}, nil, "needs --oidc-client-id"},
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--oidc-issuer", "https://l", "--oidc-client-id", "c"}, nil, "not both"},
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub"}, map[string]string{"KERNEL_MCP_TOKEN": "x"}, "cannot be used with --token"},
-		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--ui", ":0"}, nil, "web view"},
 		{[]string{"--transport", "streamable-http", "--host", "0.0.0.0", "--auth", "oauth", "--hub-url", "https://hub"}, nil, "needs --public-url"},
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--public-url", "http://kernels.example"}, nil, "use https"},
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--public-url", "https://kernels.example/prefix"}, nil, "without a path"},
