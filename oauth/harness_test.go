@@ -158,6 +158,10 @@ func (e *env) start() {
 	endpoint := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{Stateless: true})
 	mux.Handle("/mcp", as.RequireToken(endpoint))
 	mux.Handle("/open", endpoint) // the same without authorization, for the benchmark
+	// What a handler behind RequireToken sees of the request.
+	mux.Handle("/seen", as.RequireToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "user=%s authorization=%q", UserFromContext(r.Context()), r.Header.Get("Authorization"))
+	})))
 	// A page behind a browser session, as the web view is.
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		user := as.BrowserUser(r)

@@ -475,3 +475,22 @@ func TestKeyRotation(t *testing.T) {
 		t.Errorf("%d keys after the old one's tokens expired, want 1", n)
 	}
 }
+
+// TestTokenNotPassedOn: the handler behind the check learns the user, and
+// never sees the token.
+func TestTokenNotPassedOn(t *testing.T) {
+	e := newEnv(t, nil)
+	c := newRaw(t, e)
+	tok := c.signIn(c.client(), "bob", "bob-pw")
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/seen", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.access)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != `user=bob authorization=""` {
+		t.Errorf("behind the check: %q", b)
+	}
+}
