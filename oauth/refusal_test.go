@@ -295,7 +295,7 @@ func TestPKCERequired(t *testing.T) {
 		"no method (plain by default)": {"code_challenge_method": {""}},
 	} {
 		p := newBrowser(t, clientRedirect).get(c.authURL(id, verifier, params))
-		if p.back == nil || p.back.Get("error") != "invalid_request" || p.back.Get("code") != "" {
+		if p.back == nil || p.back.Get("error") != "invalid_request" || p.back.Get("code") != "" || p.back.Get("iss") != e.srv.URL {
 			t.Errorf("PKCE %s: %d %s %v, want error=invalid_request at the client", name, p.status, p.body, p.back)
 		}
 	}
@@ -365,7 +365,7 @@ func TestConsentDenied(t *testing.T) {
 	c := newRaw(t, e)
 	id := c.client()
 	p := newBrowser(t, clientRedirect).signIn(c.authURL(id, oauth2.GenerateVerifier(), nil), "alice", "alice-pw", "deny")
-	if p.back == nil || p.back.Get("error") != "access_denied" || p.back.Get("code") != "" || p.back.Get("state") != "st-1" {
+	if p.back == nil || p.back.Get("error") != "access_denied" || p.back.Get("code") != "" || p.back.Get("state") != "st-1" || p.back.Get("iss") != e.srv.URL {
 		t.Errorf("denied: %d %v", p.status, p.back)
 	}
 }
@@ -396,7 +396,7 @@ func TestConsentPage(t *testing.T) {
 	if q := b.post(e.srv.URL+PathConsent, stale); q.back != nil || q.status != http.StatusBadRequest {
 		t.Errorf("forged consent token: %d %v", q.status, q.back)
 	}
-	if q := b.post(e.srv.URL+PathConsent, f); q.back.Get("code") == "" {
+	if q := b.post(e.srv.URL+PathConsent, f); q.back.Get("code") == "" || q.back.Get("iss") != e.srv.URL {
 		t.Errorf("the real answer: %d %v", q.status, q.back)
 	}
 }
@@ -492,5 +492,16 @@ func TestTokenNotPassedOn(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if string(b) != `user=bob authorization=""` {
 		t.Errorf("behind the check: %q", b)
+	}
+}
+
+// TestOnlyQueryResponseMode: a form_post response (which could carry no
+// iss here) is refused before anything else.
+func TestOnlyQueryResponseMode(t *testing.T) {
+	e := newEnv(t, nil)
+	c := newRaw(t, e)
+	p := newBrowser(t, clientRedirect).get(c.authURL(c.client(), oauth2.GenerateVerifier(), url.Values{"response_mode": {"form_post"}}))
+	if p.status != http.StatusBadRequest || p.back != nil {
+		t.Errorf("form_post: %d %v", p.status, p.back)
 	}
 }

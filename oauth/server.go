@@ -239,15 +239,15 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET "+PathResourceMetadata, prm)
 	mux.HandleFunc("GET "+PathAuthServerMetadata, s.serveMetadata)
 	mux.HandleFunc("GET "+PathOpenIDDiscovery, s.serveMetadata)
-	mux.HandleFunc(PathAuthorize, s.serveAuthorize)
-	mux.HandleFunc(pathAuthorizeCallback, s.serveAuthorizeCallback)
+	mux.Handle(PathAuthorize, s.withIss(s.serveAuthorize))
+	mux.Handle(pathAuthorizeCallback, s.withIss(s.serveAuthorizeCallback))
 	mux.Handle("POST "+PathToken, s.checkResourceParam(s.provider))
 	mux.Handle("POST "+PathRevoke, s.provider)
 	mux.Handle("GET "+PathKeys, s.provider)
 	mux.HandleFunc("POST "+PathRegister, s.serveRegister)
 	mux.HandleFunc("GET "+PathLogin, s.serveLogin)
-	mux.HandleFunc("GET "+PathCallback, s.serveCallback)
-	mux.HandleFunc("POST "+PathConsent, s.serveConsent)
+	mux.Handle("GET "+PathCallback, s.withIss(s.serveCallback))
+	mux.Handle("POST "+PathConsent, s.withIss(s.serveConsent))
 	if s.cfg.BrowserHome != "" {
 		mux.HandleFunc("GET "+PathBrowserSignIn, s.serveBrowserSignIn)
 	}
@@ -271,7 +271,46 @@ func (s *Server) metadata() *oauthex.AuthServerMeta {
 		RevocationEndpointAuthMethodsSupported: []string{string(oidc.AuthMethodNone)},
 		CodeChallengeMethodsSupported:          []string{string(oidc.CodeChallengeMethodS256)},
 		ClientIDMetadataDocumentSupported:      true,
+		// withIss adds iss to every authorization response.
+		AuthorizationResponseIssParameterSupported: true,
 	}
+}
+
+// withIss adds the iss parameter (RFC 9207) to every authorization
+// response h sends the browser back to a client with, errors included, so
+// that a client talking to several servers can tell which one answered.
+// Redirects within this server (absolute below the issuer, or relative)
+// and to the upstream provider's sign-in are left alone; h never sends
+// one of the latter.
+func (s *Server) withIss(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h(issWriter{w, s.cfg.Issuer}, r)
+	})
+}
+
+type issWriter struct {
+	http.ResponseWriter
+	issuer string
+}
+
+func (w issWriter) WriteHeader(code int) {
+	if code >= 300 && code < 400 {
+		if loc := w.Header().Get("Location"); loc != "" {
+			w.Header().Set("Location", addIss(loc, w.issuer))
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func addIss(loc, issuer string) string {
+	u, err := url.Parse(loc)
+	if err != nil || !u.IsAbs() || loc == issuer || strings.HasPrefix(loc, issuer+"/") {
+		return loc
+	}
+	q := u.Query()
+	q.Set("iss", issuer)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
@@ -327,6 +366,10 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok, why := s.resourceParamOK(r); !ok {
 		http.Error(w, "invalid_target: "+why, http.StatusBadRequest)
+		return
+	}
+	if m := r.Form.Get("response_mode"); m != "" && m != string(oidc.ResponseModeQuery) {
+		http.Error(w, "invalid_request: response_mode "+m+" is not supported: only query", http.StatusBadRequest)
 		return
 	}
 	ctx := op.ContextWithIssuer(r.Context(), s.cfg.Issuer)
