@@ -519,7 +519,8 @@ func startOIDCProvider(t *testing.T, redirect string) string {
 }
 
 // TestOAuthOpenIDProvider: the same flow with the sign-in delegated to a
-// real OpenID provider found by discovery: alice (in mcp-users) runs code,
+// real OpenID provider found by discovery: alice (in mcp-users) runs code
+// through go-sdk's client, bob through the official TypeScript SDK's,
 // carol (in no group) is refused.
 func TestOAuthOpenIDProvider(t *testing.T) {
 	requireKernel(t)
@@ -540,5 +541,29 @@ func TestOAuthOpenIDProvider(t *testing.T) {
 	}
 	if _, err := mcpAs(t, mcpURL, newPerson(t, "carol", "any"), dcr()); err == nil || !strings.Contains(err.Error(), "access_denied") {
 		t.Errorf("carol: %v, want access_denied", err)
+	}
+
+	// The official TypeScript SDK's OAuth client, as bob.
+	script, _ := filepath.Abs(filepath.Join("testdata", "oauth-client.mjs"))
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil || serr != nil {
+		msg := "node or the TypeScript MCP SDK is missing: run `npm ci` in integration/"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stderr lockedBuffer
+	ts := exec.CommandContext(ctx, node, script, mcpURL, "bob", "any", "import getpass\nprint('ts', 6 * 7)")
+	ts.Stderr = &stderr
+	out, err := ts.Output()
+	if err != nil {
+		t.Fatalf("TypeScript client: %v\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	var got struct{ Text string }
+	if err := json.Unmarshal(out, &got); err != nil || !strings.Contains(got.Text, "ts 42") {
+		t.Errorf("TypeScript client's run: %q (%v)", out, err)
 	}
 }

@@ -175,6 +175,11 @@ func (m *clientMetadata) validate() (*client, error) {
 	if len(m.ClientURI) > maxURILength {
 		return nil, badMetadata("client_uri is over %d characters", maxURILength)
 	}
+	if m.ClientURI != "" {
+		if u, err := url.Parse(m.ClientURI); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, badMetadata("client_uri %q is not an http(s) URL", m.ClientURI)
+		}
+	}
 	return &client{
 		Name:      m.ClientName,
 		URI:       m.ClientURI,

@@ -332,6 +332,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		"confidential":      {map[string]any{"redirect_uris": []string{clientRedirect}, "token_endpoint_auth_method": "client_secret_basic"}, "invalid_client_metadata"},
 		"implicit":          {map[string]any{"redirect_uris": []string{clientRedirect}, "grant_types": []string{"implicit"}}, "invalid_client_metadata"},
 		"chooses its id":    {map[string]any{"redirect_uris": []string{clientRedirect}, "client_id": "admin"}, "invalid_client_metadata"},
+		"client_uri not a URL": {map[string]any{"redirect_uris": []string{clientRedirect}, "client_uri": "javascript:alert(1)"}, "invalid_client_metadata"},
 		"client_name large": {map[string]any{"redirect_uris": []string{clientRedirect}, "client_name": strings.Repeat("x", 200)}, "invalid_client_metadata"},
 	} {
 		status, m := c.register(tc.meta)

@@ -448,16 +448,22 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.Info("oauth: client registered", "client_id", c.ID, "client_name", c.Name, "redirect_uris", c.Redirects)
-	writeJSON(w, http.StatusCreated, map[string]any{
+	resp := map[string]any{
 		"client_id":                  c.ID,
 		"client_id_issued_at":        c.Created.Unix(),
-		"client_name":                c.Name,
-		"client_uri":                 c.URI,
 		"redirect_uris":              c.Redirects,
 		"grant_types":                c.Grants,
 		"response_types":             []string{string(oidc.ResponseTypeCode)},
 		"token_endpoint_auth_method": string(oidc.AuthMethodNone),
-	})
+	}
+	// Absent rather than empty: clients check that a client_uri is a URL.
+	if c.Name != "" {
+		resp["client_name"] = c.Name
+	}
+	if c.URI != "" {
+		resp["client_uri"] = c.URI
+	}
+	writeJSON(w, http.StatusCreated, resp)
 }
 
 // validUserName keeps user names usable as folder names and in logs.
