@@ -506,3 +506,36 @@ func TestOnlyQueryResponseMode(t *testing.T) {
 		t.Errorf("form_post: %d %v", p.status, p.back)
 	}
 }
+
+// TestRegistrationFull: when the store of registered clients is full, the
+// oldest client that never got a grant makes room; a client with a grant
+// is never pushed out; clients unused for 30 days are forgotten.
+func TestRegistrationFull(t *testing.T) {
+	e := newEnv(t, nil)
+	e.as.store.maxClients = 3
+	c := newRaw(t, e)
+	used := c.client()
+	c.signIn(used, "alice", "alice-pw")
+	first := c.client()
+	c.client()
+	c.client() // full: first goes
+	e.as.store.mu.Lock()
+	_, usedKept := e.as.store.st.Clients[used]
+	_, firstKept := e.as.store.st.Clients[first]
+	n := len(e.as.store.st.Clients)
+	for _, x := range e.as.store.st.Clients {
+		x.Created = x.Created.Add(-unusedClientLifetime - time.Hour)
+	}
+	e.as.store.st.prune(time.Now())
+	_, usedAfter := e.as.store.st.Clients[used]
+	left := len(e.as.store.st.Clients)
+	e.as.store.mu.Unlock()
+	if !usedKept || firstKept || n != 3 {
+		t.Errorf("full store: the client with a grant kept %v, the oldest unused kept %v, %d clients", usedKept, firstKept, n)
+	}
+	// Registered over 30 days ago: the client whose grant is live stays,
+	// the others go.
+	if !usedAfter || left != 1 {
+		t.Errorf("after 30 days: the client with a grant kept %v, %d clients left", usedAfter, left)
+	}
+}

@@ -70,6 +70,10 @@ type refreshToken struct {
 	Used bool `json:"used,omitempty"`
 }
 
+// unusedClientLifetime is how long a registered client with no grant is
+// kept.
+const unusedClientLifetime = 30 * 24 * time.Hour
+
 // tokenDigest is how a refresh token is kept: the hex SHA-256 of its text.
 func tokenDigest(token string) string {
 	d := sha256.Sum256([]byte(token))
@@ -174,6 +178,18 @@ func (st *persisted) prune(now time.Time) {
 	for d, rt := range st.Refresh {
 		if _, ok := st.Grants[rt.Grant]; !ok || now.After(rt.Expires) {
 			delete(st.Refresh, d)
+		}
+	}
+	// A client registered long ago that has no grant left is forgotten:
+	// registration is open to anyone, and a client that comes back
+	// registers again.
+	used := map[string]bool{}
+	for _, g := range st.Grants {
+		used[g.ClientID] = true
+	}
+	for id, c := range st.Clients {
+		if !used[id] && now.Sub(c.Created) > unusedClientLifetime {
+			delete(st.Clients, id)
 		}
 	}
 	for jti, exp := range st.RevokedAccess {

@@ -98,6 +98,7 @@ type storage struct {
 	now        func() time.Time
 	loginURL   func(id string) string
 	fetchCIMD  func(ctx context.Context, id string) (*client, error)
+	maxClients int // 0: maxDCRClients
 
 	mu       sync.Mutex
 	st       *persisted
@@ -512,11 +513,31 @@ func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client
 }
 
 // registerClient keeps a client registered by DCR and gives it an id.
+// Registration is open to anyone, so when the store is full the oldest
+// client that never got a grant makes room; only when every client has
+// one is the registration refused.
 func (s *storage) registerClient(c *client) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.st.Clients) >= maxDCRClients {
-		return errors.New("too many registered clients")
+	limit := s.maxClients
+	if limit <= 0 {
+		limit = maxDCRClients
+	}
+	if len(s.st.Clients) >= limit {
+		used := map[string]bool{}
+		for _, g := range s.st.Grants {
+			used[g.ClientID] = true
+		}
+		var oldest *client
+		for _, x := range s.st.Clients {
+			if !used[x.ID] && (oldest == nil || x.Created.Before(oldest.Created)) {
+				oldest = x
+			}
+		}
+		if oldest == nil {
+			return errors.New("too many registered clients")
+		}
+		delete(s.st.Clients, oldest.ID)
 	}
 	c.ID = "km-" + rand.Text()
 	c.Registered = registeredDCR
