@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -109,5 +110,38 @@ func TestSDKClientCIMD(t *testing.T) {
 	}
 	if n := len(e.as.store.st.Clients); n != 0 {
 		t.Errorf("%d clients stored; a metadata document client needs no registration", n)
+	}
+}
+
+// TestSDKClientRefreshes: with short-lived access tokens, go-sdk's client
+// refreshes on its own, and each refresh rotates the refresh token; the
+// calls go on as the same user.
+func TestSDKClientRefreshes(t *testing.T) {
+	// golang.org/x/oauth2 counts a token as expired 10 s early: with 5 s
+	// tokens, every call after the first refreshes.
+	e := newEnv(t, func(c *Config) { c.AccessTokenLifetime = 5 * time.Second })
+	cs, _ := sdkClient(t, e, dcrConfig(), "alice", "alice-pw")
+	for range 3 {
+		if got := whoami(t, cs); got != "alice" {
+			t.Fatalf("whoami = %q, want alice", got)
+		}
+	}
+	e.as.store.mu.Lock()
+	defer e.as.store.mu.Unlock()
+	used, live := 0, 0
+	for _, rt := range e.as.store.st.Refresh {
+		if rt.Used {
+			used++
+		} else {
+			live++
+		}
+	}
+	if used < 2 || live != 1 {
+		t.Errorf("refresh tokens: %d used (rotated), %d live; want at least 2 rotations and one live token", used, live)
+	}
+	for _, g := range e.as.store.st.Grants {
+		if g.Revoked {
+			t.Errorf("grant revoked during normal refreshes: %s", g.RevokedBy)
+		}
 	}
 }

@@ -325,15 +325,15 @@ func TestRegistrationRefusals(t *testing.T) {
 		meta map[string]any
 		code string
 	}{
-		"no redirect":       {map[string]any{"client_name": "x"}, "invalid_redirect_uri"},
-		"http elsewhere":    {map[string]any{"redirect_uris": []string{"http://example.com/cb"}}, "invalid_redirect_uri"},
-		"fragment":          {map[string]any{"redirect_uris": []string{"https://example.com/cb#x"}}, "invalid_redirect_uri"},
-		"javascript":        {map[string]any{"redirect_uris": []string{"javascript:alert(1)"}}, "invalid_redirect_uri"},
-		"confidential":      {map[string]any{"redirect_uris": []string{clientRedirect}, "token_endpoint_auth_method": "client_secret_basic"}, "invalid_client_metadata"},
-		"implicit":          {map[string]any{"redirect_uris": []string{clientRedirect}, "grant_types": []string{"implicit"}}, "invalid_client_metadata"},
-		"chooses its id":    {map[string]any{"redirect_uris": []string{clientRedirect}, "client_id": "admin"}, "invalid_client_metadata"},
+		"no redirect":          {map[string]any{"client_name": "x"}, "invalid_redirect_uri"},
+		"http elsewhere":       {map[string]any{"redirect_uris": []string{"http://example.com/cb"}}, "invalid_redirect_uri"},
+		"fragment":             {map[string]any{"redirect_uris": []string{"https://example.com/cb#x"}}, "invalid_redirect_uri"},
+		"javascript":           {map[string]any{"redirect_uris": []string{"javascript:alert(1)"}}, "invalid_redirect_uri"},
+		"confidential":         {map[string]any{"redirect_uris": []string{clientRedirect}, "token_endpoint_auth_method": "client_secret_basic"}, "invalid_client_metadata"},
+		"implicit":             {map[string]any{"redirect_uris": []string{clientRedirect}, "grant_types": []string{"implicit"}}, "invalid_client_metadata"},
+		"chooses its id":       {map[string]any{"redirect_uris": []string{clientRedirect}, "client_id": "admin"}, "invalid_client_metadata"},
 		"client_uri not a URL": {map[string]any{"redirect_uris": []string{clientRedirect}, "client_uri": "javascript:alert(1)"}, "invalid_client_metadata"},
-		"client_name large": {map[string]any{"redirect_uris": []string{clientRedirect}, "client_name": strings.Repeat("x", 200)}, "invalid_client_metadata"},
+		"client_name large":    {map[string]any{"redirect_uris": []string{clientRedirect}, "client_name": strings.Repeat("x", 200)}, "invalid_client_metadata"},
 	} {
 		status, m := c.register(tc.meta)
 		if status != http.StatusBadRequest || m["error"] != tc.code {
