@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -197,8 +198,12 @@ type person struct {
 }
 
 func newPerson(t *testing.T, name, pw string) *person {
+	return newPersonVia(t, name, pw, &http.Transport{})
+}
+
+// newPersonVia is newPerson with a browser that connects through tr.
+func newPersonVia(t *testing.T, name, pw string, tr *http.Transport) *person {
 	jar, _ := cookiejar.New(nil)
-	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &person{t: t, name: name, pw: pw, consent: "allow", c: &http.Client{Jar: jar, Transport: tr, Timeout: 30 * time.Second,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -287,15 +292,20 @@ func (p *person) signIn(authURL string) (url.Values, string) {
 func (p *person) open(u string) (*http.Response, string) {
 	p.t.Helper()
 	resp, body := p.do(http.MethodGet, u, nil)
-	for step := 0; step < 4; step++ {
-		action, vals, ok := form(resp.Request.URL, body, "password")
-		if !ok {
-			break
+	for step := 0; step < 6; step++ {
+		if action, vals, ok := form(resp.Request.URL, body, "password"); ok {
+			vals.Set("username", p.name)
+			vals.Set("login", p.name)
+			vals.Set("password", p.pw)
+			resp, body = p.do(http.MethodPost, action, vals)
+			continue
 		}
-		vals.Set("username", p.name)
-		vals.Set("login", p.name)
-		vals.Set("password", p.pw)
-		resp, body = p.do(http.MethodPost, action, vals)
+		if action, vals, ok := form(resp.Request.URL, body, "prompt"); ok {
+			// oidc-provider's own consent to releasing the claims.
+			resp, body = p.do(http.MethodPost, action, vals)
+			continue
+		}
+		break
 	}
 	return resp, body
 }
@@ -326,7 +336,12 @@ func (p *person) do(method, u string, form url.Values) (*http.Response, string) 
 // person signing in when the server asks.
 func mcpAs(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHandlerConfig) (*mcp.ClientSession, error) {
 	t.Helper()
-	tr := &http.Transport{}
+	return mcpAsVia(t, mcpURL, p, reg, &http.Transport{})
+}
+
+// mcpAsVia is mcpAs with a client that connects through tr.
+func mcpAsVia(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHandlerConfig, tr *http.Transport) (*mcp.ClientSession, error) {
+	t.Helper()
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 	reg.RedirectURL = clientRedirect
@@ -565,5 +580,76 @@ func TestOAuthOpenIDProvider(t *testing.T) {
 	var got struct{ Text string }
 	if err := json.Unmarshal(out, &got); err != nil || !strings.Contains(got.Text, "ts 42") {
 		t.Errorf("TypeScript client's run: %q (%v)", out, err)
+	}
+}
+
+// TestOAuthBehindTLSProxy: kernel-mcp on loopback behind a TLS proxy on
+// the same machine that keeps the public Host, as a deployment has it.
+// The public name is example.com (the test certificate's), which the
+// clients here resolve to the proxy. A client signs in and runs code, and
+// the web view runs a cell from its page: the loopback guards take the
+// public name as the listener's own.
+func TestOAuthBehindTLSProxy(t *testing.T) {
+	requireKernel(t)
+	port := freePort(t)
+	backend, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+	proxy := httptest.NewUnstartedServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(backend)
+		r.Out.Host = r.In.Host
+	}})
+	proxy.StartTLS()
+	t.Cleanup(proxy.Close)
+	proxyPort := proxy.Listener.Addr().(*net.TCPAddr).Port
+	public := fmt.Sprintf("https://example.com:%d", proxyPort)
+	// Every client here reaches example.com at the proxy, trusting its
+	// certificate.
+	via := func() *http.Transport {
+		tr := proxy.Client().Transport.(*http.Transport).Clone()
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if host, p, _ := net.SplitHostPort(addr); host == "example.com" {
+				addr = net.JoinHostPort("127.0.0.1", p)
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+		return tr
+	}
+	issuer := startOIDCProvider(t, public+"/oauth/callback")
+	cmd := exec.Command(binary, "--transport", "streamable-http", "--port", strconv.Itoa(port), "--state-dir", t.TempDir(),
+		"--pool-size", "0", "--auth", "oauth", "--public-url", public, "--oidc-issuer", issuer, "--oidc-client-id", "kernel-mcp", "--ui", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "KERNEL_MCP_OIDC_CLIENT_SECRET=kernel-mcp-test-secret")
+	startHTTPCmd(t, cmd)
+
+	alice, err := mcpAsVia(t, public+"/mcp", newPersonVia(t, "alice", "any", via()), dcr(), via())
+	if err != nil {
+		t.Fatalf("alice through the proxy: %v", err)
+	}
+	if out := callText(t, alice, "run_code", map[string]any{"session_id": "viaproxy", "code": "print('through', 'the proxy')"}); !strings.Contains(out, "through the proxy") {
+		t.Errorf("alice's run: %q", out)
+	}
+	browser := newPersonVia(t, "alice", "any", via())
+	resp, body := browser.open(public + "/ui/")
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/" || !strings.Contains(body, "<html") {
+		t.Fatalf("the web view through the proxy: %d at %s: %.300s", resp.StatusCode, resp.Request.URL, body)
+	}
+	// A cell run from the page: a POST with the page's Origin.
+	req, _ := http.NewRequest(http.MethodPost, public+"/ui/api/sessions/viaproxy/run", strings.NewReader(`{"code":"print(1)"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", public)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	run, err := browser.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(run.Body)
+	run.Body.Close()
+	if run.StatusCode != http.StatusAccepted {
+		t.Errorf("a cell from the page through the proxy: %d %s", run.StatusCode, b)
+	}
+	// Another site's page still cannot.
+	req, _ = http.NewRequest(http.MethodPost, public+"/ui/api/sessions/viaproxy/run", strings.NewReader(`{"code":"print(1)"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "https://evil.example")
+	if run, err := browser.c.Do(req); err != nil || run.StatusCode != http.StatusForbidden {
+		t.Errorf("a cell from another site: %v %v", run.StatusCode, err)
 	}
 }

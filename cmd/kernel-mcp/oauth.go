@@ -133,6 +133,9 @@ func commaList(s string) []string {
 type oauthSide struct {
 	as    *oauth.Server
 	users *userPool
+	// public is --public-url parsed, when it names a host other than
+	// this machine's loopback: a TLS proxy forwards its requests.
+	public *url.URL
 }
 
 // startOAuth makes the authorization server for the listener at addr and
@@ -197,7 +200,11 @@ func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net
 		// Always shown, whatever the log level: people need it.
 		fmt.Fprintf(stderr, "kernel-mcp: web view at %s (signing in through %s)\n", users.uiURL, login.Name())
 	}
-	return &oauthSide{as: as, users: users}, nil
+	side := &oauthSide{as: as, users: users}
+	if u, err := url.Parse(issuer); err == nil && !httpguard.LoopbackHost(u.Hostname()) {
+		side.public = u
+	}
+	return side, nil
 }
 
 // handler serves the authorization server and, behind the token check,
@@ -214,7 +221,34 @@ func (o *oauthSide) handler() http.Handler {
 	if o.users.uiURL != "" {
 		mux.HandleFunc(webview.Prefix, o.serveWebView)
 	}
-	return mux
+	return o.fromProxy(mux)
+}
+
+// fromProxy lets through the guards below it the requests a TLS proxy
+// forwards for the public URL. The MCP endpoint and the web view refuse a
+// request that arrives on a loopback address naming another Host (DNS
+// rebinding), and the view one whose Origin is not http://<Host>; a proxy
+// on this machine sends exactly that: Host and Origin of the public URL
+// over loopback. A request naming the public URL's host is therefore
+// taken as addressed to the listener itself, and an Origin equal to the
+// public URL's as its own. A rebinding page cannot name that host: its
+// browser sends the attacker's name.
+func (o *oauthSide) fromProxy(h http.Handler) http.Handler {
+	if o.public == nil {
+		return h
+	}
+	origin := o.public.Scheme + "://" + o.public.Host
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if ok && strings.EqualFold(r.Host, o.public.Host) {
+			r = r.Clone(r.Context())
+			r.Host = la.String()
+			if strings.EqualFold(r.Header.Get("Origin"), origin) {
+				r.Header.Set("Origin", "http://"+r.Host)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // serveWebView serves the signed-in browser's user's web view. A browser
