@@ -87,7 +87,12 @@ type hubSetup struct {
 // carol (no group), all with the password "hub-password", and kernel-mcp
 // as a managed service that only mcp-users may use. env is added to the
 // service's environment.
-func startHub(t *testing.T, env map[string]string) *hubSetup {
+func startHub(t *testing.T, env map[string]string) *hubSetup { return startHubWith(t, env, false) }
+
+// startHubWith is startHub; with viaHubProxy, clients reach kernel-mcp
+// through the hub's own proxy, at <hub>/services/kernel-mcp/, and it has
+// no web view.
+func startHubWith(t *testing.T, env map[string]string, viaHubProxy bool) *hubSetup {
 	t.Helper()
 	hub, proxy := requireOAuthParts(t)
 	dir := t.TempDir()
@@ -97,6 +102,11 @@ func startHub(t *testing.T, env map[string]string) *hubSetup {
 		t.Fatal(err)
 	}
 	s := &hubSetup{hubURL: fmt.Sprintf("http://127.0.0.1:%d", pub), base: fmt.Sprintf("http://127.0.0.1:%d", mcpPort)}
+	extra := []string{"--ui", "127.0.0.1:0"}
+	if viaHubProxy {
+		s.base = s.hubURL + "/services/kernel-mcp"
+		extra = []string{"--public-url", s.base}
+	}
 	s.mcpURL = s.base + "/mcp"
 	serviceEnv := map[string]string{
 		"HOME":                   dir,
@@ -107,9 +117,9 @@ func startHub(t *testing.T, env map[string]string) *hubSetup {
 		serviceEnv[k] = v
 	}
 	envJSON, _ := json.Marshal(serviceEnv)
-	cmdJSON, _ := json.Marshal([]string{binary, "--transport", "streamable-http", "--port", strconv.Itoa(mcpPort),
+	cmdJSON, _ := json.Marshal(append([]string{binary, "--transport", "streamable-http", "--port", strconv.Itoa(mcpPort),
 		"--auth", "oauth", "--hub-url", s.hubURL, "--allowed-groups", "mcp-users",
-		"--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--log-level", "debug", "--ui", "127.0.0.1:0"})
+		"--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--log-level", "debug"}, extra...))
 	config := fmt.Sprintf(`
 import json
 c.JupyterHub.ip = "127.0.0.1"
@@ -117,6 +127,7 @@ c.JupyterHub.port = %d
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = %d
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:%d"
+c.ConfigurableHTTPProxy.auth_token = "proxy-api-test-token"
 c.ConfigurableHTTPProxy.command = [%q]
 c.JupyterHub.db_url = "sqlite:///%s/hub.sqlite"
 c.JupyterHub.cookie_secret_file = "%s/cookie_secret"
@@ -133,11 +144,11 @@ c.JupyterHub.services = [{
     "name": "kernel-mcp",
     "command": json.loads(%q),
     "url": "http://127.0.0.1:%d",
-    "oauth_redirect_uri": "http://127.0.0.1:%d/oauth/callback",
+    "oauth_redirect_uri": "%s/oauth/callback",
     "oauth_no_confirm": True,
     "environment": json.loads(%q),
 }]
-`, pub, hubPort, proxyAPI, proxy, dir, dir, dir, string(cmdJSON), mcpPort, mcpPort, string(envJSON))
+`, pub, hubPort, proxyAPI, proxy, dir, dir, dir, string(cmdJSON), mcpPort, s.base, string(envJSON))
 	cfgPath := filepath.Join(dir, "jupyterhub_config.py")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -166,7 +177,7 @@ c.JupyterHub.services = [{
 		}
 	})
 	deadline := time.Now().Add(90 * time.Second)
-	for _, u := range []string{s.hubURL + "/hub/api/", s.base + "/.well-known/oauth-authorization-server"} {
+	for _, u := range []string{s.hubURL + "/hub/api/", s.base + "/.well-known/openid-configuration"} {
 		for {
 			resp, err := http.Get(u)
 			if err == nil {
@@ -179,6 +190,24 @@ c.JupyterHub.services = [{
 				t.Fatalf("%s did not answer in 90 s:\n%s", u, log.String())
 			}
 			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if viaHubProxy {
+		// RFC 8414's place for the metadata of an issuer with a path is at
+		// the host's root: route it to kernel-mcp too, as a deployment can.
+		// (Without it, a client whose first try meets the hub's redirect
+		// to /hub/ goes on to the next place; go-sdk refuses redirects
+		// into loopback addresses, which the hub here is on.)
+		route := fmt.Sprintf("http://127.0.0.1:%d/api/routes/.well-known/oauth-authorization-server/services/kernel-mcp", proxyAPI)
+		req, _ := http.NewRequest(http.MethodPost, route, strings.NewReader(fmt.Sprintf(`{"target": "http://127.0.0.1:%d"}`, mcpPort)))
+		req.Header.Set("Authorization", "token proxy-api-test-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("adding the metadata route to the hub's proxy: %s", resp.Status)
 		}
 	}
 	return s
@@ -651,5 +680,20 @@ func TestOAuthBehindTLSProxy(t *testing.T) {
 	req.Header.Set("Origin", "https://evil.example")
 	if run, err := browser.c.Do(req); err != nil || run.StatusCode != http.StatusForbidden {
 		t.Errorf("a cell from another site: %v %v", run.StatusCode, err)
+	}
+}
+
+// TestOAuthJupyterHubProxyRoute: clients reach kernel-mcp through the
+// hub's own proxy at <hub>/services/kernel-mcp/ (--public-url with that
+// path), as a Zero to JupyterHub install routes a service; they find its
+// metadata below the path, sign in at the hub and run code.
+func TestOAuthJupyterHubProxyRoute(t *testing.T) {
+	s := startHubWith(t, nil, true)
+	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("alice through the hub's proxy: %v", err)
+	}
+	if out := callText(t, alice, "run_code", map[string]any{"code": "print('via', 'the hub')"}); !strings.Contains(out, "via the hub") {
+		t.Errorf("alice's run: %q", out)
 	}
 }

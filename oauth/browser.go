@@ -75,7 +75,7 @@ func (s *Server) serveBrowserSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: signInCookie(state), Value: binding, Path: "/oauth/",
+		Name: signInCookie(state), Value: binding, Path: s.cookiePath(),
 		MaxAge: int(authRequestLifetime / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, s.cfg.Login.AuthCodeURL(state, verifier), http.StatusFound)
@@ -137,7 +137,7 @@ func (s *Server) finishBrowserSignIn(w http.ResponseWriter, r *http.Request, sta
 		Name: browserCookie, Value: id, Path: "/",
 		MaxAge: int(browserSessionLife / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
-	http.Redirect(w, r, b.next, http.StatusSeeOther)
+	http.Redirect(w, r, s.issuer.Path+b.next, http.StatusSeeOther)
 	return true
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func sdkClient(t *testing.T, e *env, cfg *auth.AuthorizationCodeHandlerConfig, u
 		t.Fatal(err)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "0"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: hc, OAuthHandler: h}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.cfg.Resource, HTTPClient: hc, OAuthHandler: h}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -143,5 +144,25 @@ func TestSDKClientRefreshes(t *testing.T) {
 		if g.Revoked {
 			t.Errorf("grant revoked during normal refreshes: %s", g.RevokedBy)
 		}
+	}
+}
+
+// TestIssuerBelowAPath: served below a path prefix (as JupyterHub's proxy
+// routes /services/<name>/), the server is found and signs in as well:
+// its metadata at <issuer>/.well-known/openid-configuration, its cookies
+// and pages below the prefix.
+func TestIssuerBelowAPath(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.Issuer = c.Issuer + "/services/kernel-mcp"
+		c.Resource = c.Issuer + "/mcp"
+	})
+	cs, _ := sdkClient(t, e, dcrConfig(), "bob", "bob-pw")
+	if got := whoami(t, cs); got != "bob" {
+		t.Errorf("whoami = %q, want bob", got)
+	}
+	b := newBrowser(t, "http://127.0.0.1:1/never")
+	p := b.get(e.srv.URL + "/services/kernel-mcp" + PathResourceMetadata + "/mcp")
+	if p.status != 200 || !strings.Contains(p.body, e.cfg.Resource) {
+		t.Errorf("resource metadata below the prefix: %d %s", p.status, p.body)
 	}
 }

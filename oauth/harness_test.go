@@ -105,13 +105,14 @@ func (p *testIdP) Exchange(ctx context.Context, code, verifier string) (Identity
 // root and an MCP endpoint behind RequireToken at /mcp whose one tool says
 // who called it.
 type env struct {
-	t   testing.TB
-	idp *testIdP
-	srv *httptest.Server
-	as  *Server
-	cfg Config
-	mu  sync.Mutex
-	h   http.Handler
+	t      testing.TB
+	idp    *testIdP
+	srv    *httptest.Server
+	as     *Server
+	cfg    Config
+	prefix string // the issuer's path
+	mu     sync.Mutex
+	h      http.Handler
 }
 
 func newEnv(t testing.TB, mod func(*Config)) *env {
@@ -134,6 +135,10 @@ func newEnv(t testing.TB, mod func(*Config)) *env {
 	if mod != nil {
 		mod(&e.cfg)
 	}
+	// An issuer below a path is served with that prefix stripped, as
+	// behind a proxy that routes the path to the server.
+	e.prefix = strings.TrimPrefix(e.cfg.Issuer, e.srv.URL)
+	e.idp.callback = e.cfg.Issuer + PathCallback
 	e.start()
 	return e
 }
@@ -172,8 +177,14 @@ func (e *env) start() {
 		fmt.Fprintf(w, "page for %s", user)
 	})
 
+	var h http.Handler = mux
+	if e.prefix != "" {
+		outer := http.NewServeMux()
+		outer.Handle(e.prefix+"/", http.StripPrefix(e.prefix, mux))
+		h = outer
+	}
 	e.mu.Lock()
-	e.as, e.h = as, mux
+	e.as, e.h = as, h
 	e.mu.Unlock()
 }
 
@@ -267,8 +278,14 @@ func (b *browser) signIn(authURL, user, password, decision string) page {
 	}
 	f = formValues(p.body)
 	f.Set("decision", decision)
-	return b.post(p.url.Scheme+"://"+p.url.Host+PathConsent, f)
+	action := actionRE.FindStringSubmatch(p.body)
+	if action == nil {
+		b.t.Fatalf("the consent page has no form action:\n%s", p.body)
+	}
+	return b.post(html.UnescapeString(action[1]), f)
 }
+
+var actionRE = regexp.MustCompile(`<form method="post" action="([^"]+)"`)
 
 // fileMode is a file's permission bits.
 func fileMode(t *testing.T, path string) os.FileMode {

@@ -85,7 +85,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: signInCookie(id), Value: binding, Path: "/oauth/",
+		Name: signInCookie(id), Value: binding, Path: s.cookiePath(),
 		MaxAge: int(authRequestLifetime / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, s.cfg.Login.AuthCodeURL(state, verifier), http.StatusFound)

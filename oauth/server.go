@@ -49,7 +49,9 @@ const (
 // Config configures a Server.
 type Config struct {
 	// Issuer is the server's public base URL, as clients reach it:
-	// https://host[:port], no path. Plain http only for a loopback host.
+	// https://host[:port], and a path when a proxy serves it below one
+	// (its metadata is then found at Issuer/.well-known/openid-configuration).
+	// Plain http only for a loopback host.
 	Issuer string
 	// Resource is the MCP endpoint's URL, the audience of every token.
 	Resource string
@@ -112,13 +114,14 @@ func New(cfg Config) (*Server, error) {
 	if err != nil || iss.Host == "" || (iss.Scheme != "https" && iss.Scheme != "http") {
 		return nil, fmt.Errorf("oauth issuer %q: want https://host[:port]", cfg.Issuer)
 	}
-	if iss.Path != "" && iss.Path != "/" || iss.RawQuery != "" || iss.Fragment != "" || iss.User != nil {
-		return nil, fmt.Errorf("oauth issuer %q: want https://host[:port], with no path, query or credentials", cfg.Issuer)
+	if iss.RawQuery != "" || iss.ForceQuery || iss.Fragment != "" || iss.User != nil || strings.Contains(iss.Path, "//") || strings.Contains(iss.Path, "/.") {
+		return nil, fmt.Errorf("oauth issuer %q: want https://host[:port][/path], with no query, fragment or credentials", cfg.Issuer)
 	}
 	if iss.Scheme == "http" && !loopbackHost(iss.Hostname()) {
 		return nil, fmt.Errorf("oauth issuer %q: plain http is allowed only on this machine's loopback address; serve https (a TLS proxy in front) and give its https URL", cfg.Issuer)
 	}
-	iss.Path = ""
+	iss.Path = strings.TrimSuffix(iss.Path, "/")
+	iss.RawPath = ""
 	cfg.Issuer = iss.String()
 	if _, err := url.Parse(cfg.Resource); err != nil || !strings.HasPrefix(cfg.Resource, cfg.Issuer+"/") {
 		return nil, fmt.Errorf("oauth resource %q: want a URL below the issuer %s", cfg.Resource, cfg.Issuer)
@@ -218,14 +221,18 @@ func (s *Server) RotateKey() error { return s.store.rotateKey() }
 // ResourceMetadataURL is the address of the protected resource metadata
 // (RFC 9728) for the resource, as WWW-Authenticate names it.
 func (s *Server) ResourceMetadataURL() string {
-	u, _ := url.Parse(s.cfg.Resource)
-	return s.cfg.Issuer + PathResourceMetadata + u.Path
+	return s.cfg.Issuer + PathResourceMetadata + strings.TrimPrefix(s.cfg.Resource, s.cfg.Issuer)
 }
+
+// cookiePath is the path of the sign-in cookies: the issuer's path, then
+// /oauth/.
+func (s *Server) cookiePath() string { return s.issuer.Path + "/oauth/" }
 
 // Handler serves the authorization server: its metadata, the
 // authorization, token, revocation, keys and registration endpoints, the
-// sign-in and consent pages, and the resource's metadata. Mount it at the
-// issuer's root; it answers 404 to any other path.
+// sign-in and consent pages, and the resource's metadata. Its paths are
+// relative to the issuer: with an issuer that has a path, serve it with
+// that prefix stripped. It answers 404 to any other path.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	prm := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{

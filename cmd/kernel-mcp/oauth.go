@@ -97,8 +97,10 @@ func parseOAuth(cfg *config, get, getenv func(string) string) error {
 		switch {
 		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
 			return invalid("public-url", oc.PublicURL, "want https://host[:port]")
-		case u.Path != "" || u.RawQuery != "" || u.User != nil:
-			return invalid("public-url", oc.PublicURL, "want https://host[:port], without a path, query or credentials (a path prefix is not supported yet)")
+		case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil:
+			return invalid("public-url", oc.PublicURL, "want https://host[:port][/path], without a query, fragment or credentials")
+		case u.Path != "" && cfg.UI != "":
+			return invalid("public-url", oc.PublicURL, "the web view (--ui) cannot be served below a path yet: leave --ui out, or serve kernel-mcp at the root of its own host name")
 		case u.Scheme == "http" && !httpguard.LoopbackHost(u.Hostname()):
 			return invalid("public-url", oc.PublicURL, "browsers and clients send passwords' equivalents here: use https (a TLS proxy in front), or a loopback address for a test")
 		}
@@ -136,6 +138,10 @@ type oauthSide struct {
 	// public is --public-url parsed, when it names a host other than
 	// this machine's loopback: a TLS proxy forwards its requests.
 	public *url.URL
+	// prefix is --public-url's path, which a proxy keeps in the requests
+	// it forwards (JupyterHub's routes /services/<name>/ so): it is
+	// stripped before the endpoints.
+	prefix string
 }
 
 // startOAuth makes the authorization server for the listener at addr and
@@ -201,9 +207,15 @@ func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net
 		fmt.Fprintf(stderr, "kernel-mcp: web view at %s (signing in through %s)\n", users.uiURL, login.Name())
 	}
 	side := &oauthSide{as: as, users: users}
-	if u, err := url.Parse(issuer); err == nil && !httpguard.LoopbackHost(u.Hostname()) {
-		side.public = u
+	if u, err := url.Parse(issuer); err == nil {
+		side.prefix = u.Path
+		if !httpguard.LoopbackHost(u.Hostname()) {
+			side.public = u
+		}
 	}
+	// Always shown, whatever the log level: behind a proxy, the listener's
+	// own address printed by main is not the one clients use.
+	fmt.Fprintf(stderr, "kernel-mcp: clients connect to %s%s and sign in through %s\n", issuer, path, login.Name())
 	return side, nil
 }
 
@@ -221,7 +233,22 @@ func (o *oauthSide) handler() http.Handler {
 	if o.users.uiURL != "" {
 		mux.HandleFunc(webview.Prefix, o.serveWebView)
 	}
-	return o.fromProxy(mux)
+	if o.prefix == "" {
+		return o.fromProxy(mux)
+	}
+	outer := http.NewServeMux()
+	outer.Handle(o.prefix+"/", http.StripPrefix(o.prefix, mux))
+	// RFC 8414's place for the metadata of an issuer with a path is at the
+	// host's root with the path after it; a proxy that routes it here gets
+	// clients there at their first try (others find
+	// <issuer>/.well-known/openid-configuration after it).
+	metadata := oauth.PathAuthServerMetadata
+	outer.Handle("GET "+metadata+o.prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.URL.Path, r.URL.RawPath = metadata, ""
+		mux.ServeHTTP(w, r)
+	}))
+	return o.fromProxy(outer)
 }
 
 // fromProxy lets through the guards below it the requests a TLS proxy

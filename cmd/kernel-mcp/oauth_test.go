@@ -45,7 +45,8 @@ func TestParseOAuthInvalid(t *testing.T) {
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub"}, map[string]string{"KERNEL_MCP_TOKEN": "x"}, "cannot be used with --token"},
 		{[]string{"--transport", "streamable-http", "--host", "0.0.0.0", "--auth", "oauth", "--hub-url", "https://hub"}, nil, "needs --public-url"},
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--public-url", "http://kernels.example"}, nil, "use https"},
-		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--public-url", "https://kernels.example/prefix"}, nil, "without a path"},
+		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--public-url", "https://kernels.example/x?y=1"}, nil, "without a query"},
+		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--public-url", "https://hub.example/services/km", "--ui", ":0"}, nil, "below a path"},
 		{[]string{"--transport", "streamable-http", "--auth", "oauth", "--hub-url", "https://hub", "--allowed-users", "a/b"}, nil, "not a user name"},
 		{[]string{"--transport", "streamable-http", "--hub-url", "https://hub"}, nil, "without --auth oauth"},
 	} {
