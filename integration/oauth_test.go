@@ -51,7 +51,9 @@ func requireOAuthParts(t *testing.T) (hub, proxy string) {
 	proxy, _ = filepath.Abs(filepath.Join("oauth", "node_modules", ".bin", "configurable-http-proxy"))
 	var missing []string
 	if _, err := os.Stat(hub); err != nil {
-		missing = append(missing, fmt.Sprintf("JupyterHub (%s; make it with: python3 -m venv %s && %s/bin/pip install 'jupyterhub>=6,<7')", hub, venv, venv))
+		missing = append(missing, fmt.Sprintf("JupyterHub (%s; make it with: python3 -m venv %s && %s/bin/pip install 'jupyterhub>=6,<7' 'mcp==2.3.0')", hub, venv, venv))
+	} else if err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", "import mcp.client.auth").Run(); err != nil {
+		missing = append(missing, fmt.Sprintf("the MCP Python SDK in %s (%s/bin/pip install 'mcp==2.3.0')", venv, venv))
 	}
 	if _, err := os.Stat(proxy); err != nil {
 		missing = append(missing, "configurable-http-proxy (cd integration/oauth && npm ci)")
@@ -564,8 +566,8 @@ func startOIDCProvider(t *testing.T, redirect string) string {
 
 // TestOAuthOpenIDProvider: the same flow with the sign-in delegated to a
 // real OpenID provider found by discovery: alice (in mcp-users) runs code
-// through go-sdk's client, bob through the official TypeScript SDK's,
-// carol (in no group) is refused.
+// through go-sdk's client and the official Python SDK's, bob through the
+// TypeScript SDK's, carol (in no group) is refused.
 func TestOAuthOpenIDProvider(t *testing.T) {
 	requireKernel(t)
 	port := freePort(t)
@@ -609,6 +611,19 @@ func TestOAuthOpenIDProvider(t *testing.T) {
 	var got struct{ Text string }
 	if err := json.Unmarshal(out, &got); err != nil || !strings.Contains(got.Text, "ts 42") {
 		t.Errorf("TypeScript client's run: %q (%v)", out, err)
+	}
+
+	// The official Python SDK's OAuth client (mcp 2.3, which speaks
+	// 2026-07-28 and checks iss), as alice again.
+	hub, _ := requireOAuthParts(t)
+	py := exec.CommandContext(ctx, filepath.Join(filepath.Dir(hub), "python"), filepath.Join("testdata", "oauth_client.py"), mcpURL, "alice", "any", "print('py', 6 * 7)")
+	stderr = lockedBuffer{}
+	py.Stderr = &stderr
+	if out, err = py.Output(); err != nil {
+		t.Fatalf("Python client: %v\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	if err := json.Unmarshal(out, &got); err != nil || !strings.Contains(got.Text, "py 42") {
+		t.Errorf("Python client's run: %q (%v)", out, err)
 	}
 }
 
