@@ -712,3 +712,94 @@ func TestOAuthJupyterHubProxyRoute(t *testing.T) {
 		t.Errorf("alice's run: %q", out)
 	}
 }
+
+// TestOAuthRestartKeepsSignIn: a client signed in before kernel-mcp
+// restarts goes on with the same token afterwards, without signing in
+// again: the keys and grants are in the state folder.
+func TestOAuthRestartKeepsSignIn(t *testing.T) {
+	requireKernel(t)
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	issuer := startOIDCProvider(t, base+"/oauth/callback")
+	state := t.TempDir()
+	start := func() (*exec.Cmd, string) {
+		cmd := exec.Command(binary, "--transport", "streamable-http", "--port", strconv.Itoa(port), "--state-dir", state,
+			"--pool-size", "0", "--auth", "oauth", "--oidc-issuer", issuer, "--oidc-client-id", "kernel-mcp")
+		cmd.Env = append(os.Environ(), "KERNEL_MCP_OIDC_CLIENT_SECRET=kernel-mcp-test-secret")
+		return cmd, startHTTPCmd(t, cmd)
+	}
+	first, mcpURL := start()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	signIns := 0
+	p := newPerson(t, "alice", "any")
+	reg := dcr()
+	reg.RedirectURL, reg.Client = clientRedirect, hc
+	reg.AuthorizationCodeFetcher = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		signIns++
+		back, page := p.signIn(args.URL)
+		if back == nil || back.Get("code") == "" {
+			return nil, fmt.Errorf("sign-in stopped: %s", page)
+		}
+		return &auth.AuthorizationResult{Code: back.Get("code"), State: back.Get("state"), Iss: back.Get("iss")}, nil
+	}
+	h, err := auth.NewAuthorizationCodeHandler(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := func(h *auth.AuthorizationCodeHandler) *mcp.ClientSession {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "restart", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: hc, OAuthHandler: h}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	cs := connect(h)
+	callText(t, cs, "run_code", map[string]any{"session_id": "kept", "code": "print('before')"})
+	cs.Close()
+
+	// Stop it, and start it again on the same port and state folder.
+	first.Process.Signal(interruptSignal)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			ln.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first kernel-mcp did not stop")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	start()
+	ts, err := h.TokenSource(context.Background())
+	if err != nil || ts == nil {
+		t.Fatalf("the handler has no token source: %v", err)
+	}
+	again := dcr()
+	again.RedirectURL, again.Client, again.InitialTokenSource = clientRedirect, hc, ts
+	again.AuthorizationCodeFetcher = func(context.Context, *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		return nil, fmt.Errorf("asked to sign in again after the restart")
+	}
+	h2, err := auth.NewAuthorizationCodeHandler(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs = connect(h2)
+	defer cs.Close()
+	if out := callText(t, cs, "run_code", map[string]any{"session_id": "kept", "code": "print('after')"}); !strings.Contains(out, "after") {
+		t.Errorf("after the restart: %q", out)
+	}
+	if out := callText(t, cs, "get_history", map[string]any{"session_id": "kept"}); !strings.Contains(out, "before") {
+		t.Errorf("alice's history after the restart: %q", out)
+	}
+	if signIns != 1 {
+		t.Errorf("%d sign-ins, want 1", signIns)
+	}
+}
