@@ -437,6 +437,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 // one named by a Client ID Metadata Document; each runs code and sees only
 // their own sessions; carol, outside the allowed group, is refused.
 func TestOAuthJupyterHub(t *testing.T) {
+	t.Parallel()
 	// The metadata document is served over https by the test; kernel-mcp
 	// trusts the test's certificate through SSL_CERT_FILE.
 	var docURL string
@@ -569,6 +570,7 @@ func startOIDCProvider(t *testing.T, redirect string) string {
 // through go-sdk's client and the official Python SDK's, bob through the
 // TypeScript SDK's, carol (in no group) is refused.
 func TestOAuthOpenIDProvider(t *testing.T) {
+	t.Parallel()
 	requireKernel(t)
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -634,6 +636,7 @@ func TestOAuthOpenIDProvider(t *testing.T) {
 // the web view runs a cell from its page: the loopback guards take the
 // public name as the listener's own.
 func TestOAuthBehindTLSProxy(t *testing.T) {
+	t.Parallel()
 	requireKernel(t)
 	port := freePort(t)
 	backend, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
@@ -703,6 +706,7 @@ func TestOAuthBehindTLSProxy(t *testing.T) {
 // path), as a Zero to JupyterHub install routes a service; they find its
 // metadata below the path, sign in at the hub and run code.
 func TestOAuthJupyterHubProxyRoute(t *testing.T) {
+	t.Parallel()
 	s := startHubWith(t, nil, true)
 	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
 	if err != nil {
@@ -717,6 +721,7 @@ func TestOAuthJupyterHubProxyRoute(t *testing.T) {
 // restarts goes on with the same token afterwards, without signing in
 // again: the keys and grants are in the state folder.
 func TestOAuthRestartKeepsSignIn(t *testing.T) {
+	t.Parallel()
 	requireKernel(t)
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
