@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"runtime"
@@ -154,8 +155,11 @@ func TestNoTokenGets401WithMetadata(t *testing.T) {
 	if prm["resource"] != e.cfg.Resource || prm["authorization_servers"].([]any)[0] != e.srv.URL {
 		t.Errorf("protected resource metadata: %v", prm)
 	}
-	if status, _ := c.call("not-a-token"); status != http.StatusUnauthorized {
-		t.Errorf("garbage token: %d, want 401", status)
+	if strings.Contains(www, "error=") {
+		t.Errorf("no token, yet an error code: %q", www)
+	}
+	if status, www := c.call("not-a-token"); status != http.StatusUnauthorized || !strings.Contains(www, `error="invalid_token"`) {
+		t.Errorf("garbage token: %d %q, want 401 with invalid_token", status, www)
 	}
 }
 
@@ -226,8 +230,8 @@ func TestRevokedTokens(t *testing.T) {
 	if status, m := c.postForm(PathRevoke, url.Values{"token": {tok.access}, "token_type_hint": {"access_token"}, "client_id": {id}}); status != http.StatusOK {
 		t.Fatalf("revoke: %d %v", status, m)
 	}
-	if status, _ := c.call(tok.access); status != http.StatusUnauthorized {
-		t.Errorf("revoked access token: %d, want 401", status)
+	if status, www := c.call(tok.access); status != http.StatusUnauthorized || !strings.Contains(www, `error="invalid_token"`) {
+		t.Errorf("revoked access token: %d %q, want 401 with invalid_token", status, www)
 	}
 	// Revoking the refresh token revokes the grant: its new tokens too.
 	status, m := c.refresh(id, tok.refresh)
@@ -537,5 +541,25 @@ func TestRegistrationFull(t *testing.T) {
 	// the others go.
 	if !usedAfter || left != 1 {
 		t.Errorf("after 30 days: the client with a grant kept %v, %d clients left", usedAfter, left)
+	}
+}
+
+func TestBearerErrorCodes(t *testing.T) {
+	for _, tc := range []struct {
+		code     int
+		hadToken bool
+		want     string
+	}{
+		{http.StatusUnauthorized, false, `Bearer resource_metadata="m"`},
+		{http.StatusUnauthorized, true, `Bearer resource_metadata="m", error="invalid_token"`},
+		{http.StatusForbidden, true, `Bearer resource_metadata="m", error="insufficient_scope"`},
+	} {
+		rec := httptest.NewRecorder()
+		w := &bearerErrorWriter{ResponseWriter: rec, hadToken: tc.hadToken}
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="m"`)
+		w.WriteHeader(tc.code)
+		if got := rec.Header().Get("WWW-Authenticate"); got != tc.want {
+			t.Errorf("%d (token sent: %v): %q, want %q", tc.code, tc.hadToken, got, tc.want)
+		}
 	}
 }

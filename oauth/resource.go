@@ -21,13 +21,41 @@ import (
 // passed on. next finds the user with UserFromContext.
 func (s *Server) RequireToken(next http.Handler) http.Handler {
 	strip := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ew, ok := w.(*bearerErrorWriter); ok {
+			w = ew.ResponseWriter // next writes to the connection itself
+		}
 		r.Header.Del("Authorization")
 		next.ServeHTTP(w, r)
 	})
-	return auth.RequireBearerToken(s.VerifyToken, &auth.RequireBearerTokenOptions{
+	check := auth.RequireBearerToken(s.VerifyToken, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.ResourceMetadataURL(),
 		Scopes:              []string{Scope},
 	})(strip)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		check.ServeHTTP(&bearerErrorWriter{ResponseWriter: w, hadToken: r.Header.Get("Authorization") != ""}, r)
+	})
+}
+
+// bearerErrorWriter adds RFC 6750's error code to the challenge go-sdk's
+// check sends: invalid_token on a 401 for a token that was sent (none
+// when no token was: RFC 6750 section 3.1), insufficient_scope on a 403,
+// so that a client can tell signing in again from asking for more.
+type bearerErrorWriter struct {
+	http.ResponseWriter
+	hadToken bool
+}
+
+func (w *bearerErrorWriter) WriteHeader(code int) {
+	h := w.Header()
+	if c := h.Get("WWW-Authenticate"); strings.HasPrefix(c, "Bearer ") && !strings.Contains(c, "error=") {
+		switch {
+		case code == http.StatusUnauthorized && w.hadToken:
+			h.Set("WWW-Authenticate", c+`, error="invalid_token"`)
+		case code == http.StatusForbidden:
+			h.Set("WWW-Authenticate", c+`, error="insufficient_scope"`)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // UserFromContext is the user whose token let the request in, or "" when
