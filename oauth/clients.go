@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -308,10 +309,37 @@ func fetchMetadataDocument(ctx context.Context, hc *http.Client, id string) (*cl
 // redirects (the document is at the client id, not elsewhere) and no
 // cookies.
 func metadataClient(base *http.Client) *http.Client {
-	c := &http.Client{Timeout: 10 * time.Second}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: metadataTransport()}
 	if base != nil {
 		c.Transport = base.Transport
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return c
+}
+
+// metadataTransport connects to no link-local, multicast or unspecified
+// address: anyone can name a client id URL, and a cloud's instance
+// metadata service lives at 169.254.169.254. The address is checked as
+// dialled, after DNS, so a name cannot lead there either.
+func metadataTransport() *http.Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
+		return checkMetadataAddress(address)
+	}}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = d.DialContext
+	return tr
+}
+
+// checkMetadataAddress refuses a host:port whose address is link-local,
+// multicast or unspecified.
+func checkMetadataAddress(address string) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return fmt.Errorf("refusing to fetch a client metadata document from %s: a link-local, multicast or unspecified address", host)
+	}
+	return nil
 }

@@ -563,3 +563,23 @@ func TestBearerErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataDocumentAddresses: the metadata document fetch dials no
+// link-local (a cloud's instance metadata), multicast or unspecified
+// address, whatever name led there.
+func TestMetadataDocumentAddresses(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"169.254.169.254:443": false, "[fe80::1]:443": false, "0.0.0.0:443": false, "[::]:443": false,
+		"224.0.0.1:443": false, "127.0.0.1:443": true, "[::1]:443": true, "93.184.216.34:443": true, "10.1.2.3:443": true,
+	} {
+		if err := checkMetadataAddress(addr); (err == nil) != ok {
+			t.Errorf("%s: %v, want allowed %v", addr, err, ok)
+		}
+	}
+	// The check is the dialer's, so it holds for the address a name
+	// resolves to as for a literal one.
+	_, err := fetchMetadataDocument(t.Context(), metadataClient(nil), "https://0.0.0.0:9/client.json")
+	if err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("fetching from 0.0.0.0: %v", err)
+	}
+}
