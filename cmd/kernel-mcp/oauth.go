@@ -199,6 +199,10 @@ func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net
 	if err != nil {
 		return nil, err
 	}
+	// zitadel's op logs through slog's default logger (its refusals of
+	// bad requests, at warn): give it this one, so that its lines have the
+	// same form and obey --log-level.
+	slog.SetDefault(logger.With("component", "oauth"))
 	logger.Info("OAuth sign-in", "issuer", issuer, "provider", login.Name(), "allowed_users", oc.AllowedUsers, "allowed_groups", oc.AllowedGroups)
 	users := newUserPool(cfg, base, logger)
 	if oc.WebView {
