@@ -34,6 +34,8 @@ NPM_CI = PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(NPM) ci --no-audit --no-fund --log
 INTEGRATION_NODE := integration/node_modules/.package-lock.json
 # packaging/mcpb: the mcpb command that packs the Claude Desktop bundle.
 MCPB_NODE := packaging/mcpb/node_modules/.package-lock.json
+# integration/oauth: JupyterHub's proxy for the sign-in tests.
+OAUTH_NODE := integration/oauth/node_modules/.package-lock.json
 
 NPM_CHECK = @command -v $(NPM) >/dev/null || { echo "make: npm is missing (it installs $(patsubst %/node_modules,%,$(@D))/package-lock.json); install Node.js with npm (https://nodejs.org or your package manager), then run make again" >&2; exit 1; }
 
@@ -45,6 +47,11 @@ $(INTEGRATION_NODE): integration/package-lock.json
 $(MCPB_NODE): packaging/mcpb/package-lock.json
 	$(NPM_CHECK)
 	cd packaging/mcpb && $(NPM_CI)
+	touch $@
+
+$(OAUTH_NODE): integration/oauth/package-lock.json
+	$(NPM_CHECK)
+	cd integration/oauth && $(NPM_CI)
 	touch $@
 
 all: build
@@ -92,7 +99,7 @@ tracked:
 # detector against real kernels. The Node packages it installs itself; the
 # rest (README.md, Set up) .ci/run installs, and a test missing them skips
 # (fails with CI=true).
-test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE)
+test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE) $(OAUTH_NODE)
 	$(GO) test -race -count=1 -timeout 25m ./...
 	# The packages whose files change with the tag (their external halves);
 	# the whole external binary is tested from the bundle (internal/mcpb).

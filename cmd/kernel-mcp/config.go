@@ -82,6 +82,9 @@ type config struct {
 	UI         string
 	UIReadOnly bool
 
+	// OAuth is the --auth oauth settings (oauth.go); nil with --auth token.
+	OAuth *oauthConfig
+
 	// PythonFrom names where Python was set: "--python" or
 	// "PYTHON_MCP_INTERPRETER".
 	PythonFrom string
@@ -403,6 +406,9 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 		return config{}, invalid("workdir", cfg.WorkDir, "cannot be used with --sandbox: sandboxed kernels write only in <state dir>/work, a folder that holds nothing else (a workdir could hold the state dir, a home or the interpreter); read data in place with --sandbox-allow")
 	}
 	if err := parseUI(&cfg, get); err != nil {
+		return config{}, err
+	}
+	if err := parseOAuth(&cfg, get, getenv); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

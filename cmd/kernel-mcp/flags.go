@@ -59,6 +59,15 @@ var settings = []setting{
 	{"sandbox-network", "KERNEL_MCP_SANDBOX_NETWORK", "false", "with --sandbox, keep the network (install_package needs it)"},
 	{"tokens-file", "KERNEL_MCP_TOKENS_FILE", "none", "HTTP only: a file of 'name token' lines (mode 600), one per user; each user has their own sessions, history and state folder"},
 	{"max-sessions-per-user", "KERNEL_MCP_MAX_SESSIONS_PER_USER", "0", "with --tokens-file, most running kernels per user; 0 means unlimited (--max-sessions then counts all users)"},
+	// Sign-in with OAuth (oauth.go).
+	{"auth", "KERNEL_MCP_AUTH", "token", "how HTTP clients prove who they are: token (--token, --token-file, --tokens-file, or none on loopback) or oauth (kernel-mcp is an OAuth 2.1 protected resource with its own authorization server; people sign in through --hub-url or --oidc-issuer)"},
+	{"public-url", "KERNEL_MCP_PUBLIC_URL", "http://<host>:<port> when that is loopback", "with --auth oauth, the https base URL clients and browsers reach this server at (its OAuth issuer; the MCP endpoint is below it)"},
+	{"hub-url", "KERNEL_MCP_HUB_URL", "JUPYTERHUB_HOST + JUPYTERHUB_BASE_URL", "with --auth oauth, sign people in through this JupyterHub (public URL); kernel-mcp runs as a hub service, with the JUPYTERHUB_* variables the hub gives it"},
+	{"oidc-issuer", "KERNEL_MCP_OIDC_ISSUER", "none", "with --auth oauth, sign people in through this OpenID Connect provider (found by discovery); the client secret, if any, only in KERNEL_MCP_OIDC_CLIENT_SECRET"},
+	{"oidc-client-id", "KERNEL_MCP_OIDC_CLIENT_ID", "none", "with --oidc-issuer, kernel-mcp's client id there (its redirect URI: <public-url>/oauth/callback)"},
+	{"oidc-user-claim", "KERNEL_MCP_OIDC_USER_CLAIM", "preferred_username", "with --oidc-issuer, the ID token claim that is the user's name"},
+	{"allowed-users", "KERNEL_MCP_ALLOWED_USERS", "everyone the provider signs in", "with --auth oauth, comma-separated user names allowed to sign in"},
+	{"allowed-groups", "KERNEL_MCP_ALLOWED_GROUPS", "everyone the provider signs in", "with --auth oauth, comma-separated groups whose members may sign in (the hub's groups, or the provider's groups claim)"},
 	{"ui", "KERNEL_MCP_UI", "none", "serve the live web view at host:port (port 0 picks a free one; a bare :port binds 127.0.0.1), behind a random token printed with its URL; with sse or streamable-http also under /ui/ on that listener"},
 	{"ui-readonly", "KERNEL_MCP_UI_READONLY", "false", "the web view only watches: running cells from it is refused"},
 }

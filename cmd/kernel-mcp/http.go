@@ -31,7 +31,7 @@ const shutdownGrace = 5 * time.Second
 // checkExposure refuses an HTTP server that anyone on the network could
 // reach without a token: a session runs arbitrary code.
 func checkExposure(cfg config) error {
-	if !cfg.isHTTP() || cfg.Token != "" || cfg.TokenFile != "" || cfg.TokensFile != "" || httpguard.LoopbackHost(cfg.Host) {
+	if !cfg.isHTTP() || cfg.Token != "" || cfg.TokenFile != "" || cfg.TokensFile != "" || cfg.OAuth != nil || httpguard.LoopbackHost(cfg.Host) {
 		return nil
 	}
 	return fmt.Errorf("refusing to serve on non-loopback host %q without a token: anyone who can reach it could run code as you; set KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE (or --token, seen in ps), or bind --host / MCP_HOST to 127.0.0.1", cfg.Host)

@@ -178,6 +178,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
 		return exitError
 	}
+	if cfg.OAuth != nil {
+		if srv.oauth, err = startOAuth(ctx, cfg, srv.base, ln.Addr(), getenv, stderr, logger); err != nil {
+			fmt.Fprintf(stderr, "kernel-mcp: %v\n", err)
+			return exitError
+		}
+	}
 	logger.Info("kernel-mcp starting", "version", versionString(), "transport", cfg.Transport,
 		"state_dir", cfg.StateDir, "workdir", cfg.WorkDir, "output_limit", cfg.OutputLimit, "timeout", cfg.Timeout, "max_wait", cfg.MaxWait,
 		"memory_limit", cfg.MemoryLimit, "max_sessions", cfg.MaxSessions, "pool_size", cfg.PoolSize, "idle_timeout", cfg.IdleTimeout,
@@ -255,7 +261,7 @@ func serveHTTPTransport(ctx context.Context, cfg config, srv *servers, ui *webVi
 	if ui != nil {
 		ui.announce(stderr, ln.Addr(), "also ")
 	}
-	if cfg.Token == "" && cfg.TokensFile == "" {
+	if cfg.Token == "" && cfg.TokensFile == "" && cfg.OAuth == nil {
 		logger.Info("no token set: any local process can connect; set KERNEL_MCP_TOKEN or --token-file / KERNEL_MCP_TOKEN_FILE to require one")
 	}
 	return serveHTTP(ctx, ln, h, shutdownGrace, logger)

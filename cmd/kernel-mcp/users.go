@@ -22,12 +22,19 @@ import (
 type servers struct {
 	list  []*mcpserver.Server
 	users []user // empty: one server, no users
+	// With --auth oauth, list is empty: each signed-in user's server is
+	// made on their first call (oauth.go), from base.
+	oauth *oauthSide
+	base  mcpserver.Config
 }
 
 // newServers builds the servers. With users, MaxSessions bounds all users'
 // kernels together and cfg.MaxSessionsPerUser each user's.
 // uiURLs, when set, are the web view's URLs, one per server.
 func newServers(users []user, cfg config, base mcpserver.Config, uiURLs []string) (*servers, error) {
+	if cfg.OAuth != nil {
+		return &servers{base: base}, nil
+	}
 	if len(users) == 0 {
 		if len(uiURLs) > 0 {
 			base.UIURL = uiURLs[0]
@@ -64,9 +71,12 @@ func newServers(users []user, cfg config, base mcpserver.Config, uiURLs []string
 
 // Close shuts every server's kernels down.
 func (s *servers) Close() error {
-	errs := make([]error, len(s.list))
+	errs := make([]error, len(s.list), len(s.list)+1)
 	for i, srv := range s.list {
 		errs[i] = srv.Close()
+	}
+	if s.oauth != nil {
+		errs = append(errs, s.oauth.users.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -74,6 +84,9 @@ func (s *servers) Close() error {
 // httpHandler is the HTTP handler for all the servers: with users, each
 // request goes to the endpoint of the user whose token it carries.
 func (s *servers) httpHandler(cfg config, logger *slog.Logger) http.Handler {
+	if s.oauth != nil {
+		return s.oauth.handler()
+	}
 	if len(s.users) == 0 {
 		return newHTTPHandler(cfg, s.list[0], logger)
 	}

@@ -1,0 +1,61 @@
+package oauth
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// openSignedIn opens path in b, signs in at the provider's form as user,
+// and returns the page it ends on.
+func openSignedIn(b *browser, e *env, path, user, password string) page {
+	b.t.Helper()
+	p := b.get(e.srv.URL + path)
+	if !strings.Contains(p.body, `action="/login"`) {
+		return p
+	}
+	f := formValues(p.body)
+	f.Set("username", user)
+	f.Set("password", password)
+	return b.post(p.url.Scheme+"://"+p.url.Host+"/login", f)
+}
+
+// TestBrowserSession: a page behind a browser session sends a browser
+// without one to the provider's sign-in and back, with no consent page
+// (the page is the server's own); the session is the browser's alone.
+func TestBrowserSession(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.AllowedGroups = []string{"staff"} })
+	b := newBrowser(t, "http://127.0.0.1:1/never")
+	p := openSignedIn(b, e, "/ui/sessions?x=1", "alice", "alice-pw")
+	if p.status != http.StatusOK || p.body != "page for alice" || p.url.Path != "/ui/sessions" || p.url.RawQuery != "x=1" {
+		t.Fatalf("after sign-in: %d %q at %s", p.status, p.body, p.url)
+	}
+	if p := b.get(e.srv.URL + "/ui/"); p.body != "page for alice" {
+		t.Errorf("signed in, another page: %q", p.body)
+	}
+	// Another browser has no session: it is sent to sign in.
+	if p := newBrowser(t, "http://127.0.0.1:1/never").get(e.srv.URL + "/ui/"); !strings.Contains(p.body, `action="/login"`) {
+		t.Errorf("another browser: %d %q", p.status, p.body)
+	}
+	// bob is not in the allowed group.
+	if p := openSignedIn(newBrowser(t, "http://127.0.0.1:1/never"), e, "/ui/", "bob", "bob-pw"); p.status != http.StatusForbidden {
+		t.Errorf("bob: %d %q", p.status, p.body)
+	}
+	// The way back is a page of this server, below its home, only.
+	for _, next := range []string{"https://evil.example/ui/", "//evil.example/ui/", "/oauth/token", "/ui\\..\\x", ""} {
+		if p := newBrowser(t, "http://127.0.0.1:1/never").get(e.srv.URL + PathBrowserSignIn + "?next=" + url.QueryEscape(next)); p.status != http.StatusBadRequest {
+			t.Errorf("next %q: %d", next, p.status)
+		}
+	}
+	// A callback for a browser sign-in from another browser is refused.
+	b2 := newBrowser(t, "http://127.0.0.1:1/never")
+	p = b2.get(e.srv.URL + "/ui/")
+	f := formValues(p.body)
+	f.Set("username", "alice")
+	f.Set("password", "alice-pw")
+	b3 := newBrowser(t, "http://127.0.0.1:1/never")
+	if p := b3.post(p.url.Scheme+"://"+p.url.Host+"/login", f); p.status != http.StatusBadRequest {
+		t.Errorf("callback in another browser: %d %q", p.status, p.body)
+	}
+}
