@@ -160,6 +160,11 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	if meta == nil {
 		meta = map[string]any{}
 	}
+	if task, ok := params["task"]; ok {
+		// 2025-11-25's task request, which the SDK's params drop: its
+		// handler finds it here (taskModeOf).
+		meta[s.taskParamKey] = task
+	}
 	tk = s.turns.take(sid)
 	meta[s.ticketKey] = tk.n
 	b, err := json.Marshal(meta)
@@ -438,6 +443,9 @@ func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
 		stamped := false
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+				if !checkTaskHeaders(w, r.Header, req) {
+					return
+				}
 				if tk, stamped = s.stamp(req); stamped {
 					if b, err := jsonrpc.EncodeMessage(req); err == nil {
 						body = b

@@ -172,6 +172,9 @@ func Open(dir string, ttl time.Duration, now func() time.Time) (*Store, error) {
 // validID is the form of the ids Create makes: 128 random bits in hex.
 var validID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
 // TTL is the time-to-live of new tasks.
 func (s *Store) TTL() time.Duration { return s.ttl }
 
