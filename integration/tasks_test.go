@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -209,4 +211,106 @@ func slicesContain(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// httpTasksClient is a raw streamable HTTP client of protocol 2025-11-25
+// (kernel-mcp's HTTP transport is stateful, so a 2026-07-28 client falls
+// back to it there), for one user's token.
+type httpTasksClient struct {
+	t                 *testing.T
+	url, token, sessn string
+}
+
+func newHTTPTasksClient(t *testing.T, url, token string) *httpTasksClient {
+	c := &httpTasksClient{t: t, url: url, token: token}
+	c.post("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw-http", "version": "1"}})
+	c.post("notifications/initialized", nil)
+	return c
+}
+
+// post sends a request (a notification when params is nil) and returns
+// the JSON-RPC response.
+func (c *httpTasksClient) post(method string, params map[string]any) map[string]any {
+	c.t.Helper()
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["id"], msg["params"] = 1, params
+	}
+	body, _ := json.Marshal(msg)
+	req, _ := http.NewRequest("POST", c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.sessn != "" {
+		req.Header.Set("Mcp-Session-Id", c.sessn)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.sessn = id
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if params == nil {
+		return nil
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) {
+				b = []byte(data)
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("%s: HTTP %d %q: %v", method, resp.StatusCode, b, err)
+	}
+	return m
+}
+
+// Over streamable HTTP with --tokens-file: a task is its user's alone. To
+// another user its id is as unknown as one never made, and it is not in
+// their tasks/list; its record is in its user's state folder.
+func TestTasksHTTPUsers(t *testing.T) {
+	t.Parallel()
+	const aliceToken, bobToken = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("alice "+aliceToken+"\nbob "+bobToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := startHTTPServer(t, "--tokens-file", tokens, "--state-dir", filepath.Join(dir, "state"), "--pool-size", "0")
+	alice := newHTTPTasksClient(t, url, aliceToken)
+	bob := newHTTPTasksClient(t, url, bobToken)
+
+	code := "import time\nfor i in range(4):\n    print('step', i, flush=True)\n    time.sleep(0.5)"
+	created := alice.post("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "a", "code": code}, "task": map[string]any{}})
+	task, _ := created["result"].(map[string]any)["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if len(id) != 32 {
+		t.Fatalf("tools/call: %v", created)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "users", "alice", "tasks", id+".json")); err != nil {
+		t.Errorf("alice's task record: %v", err)
+	}
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		other := bob.post(method, map[string]any{"taskId": id})
+		unknown := bob.post(method, map[string]any{"taskId": "0123456789abcdef0123456789abcdef"})
+		if fmt.Sprint(other["error"]) != fmt.Sprint(unknown["error"]) || !strings.Contains(fmt.Sprint(other["error"]), "-32602") {
+			t.Errorf("bob's %s of alice's task: %v; of an unknown one: %v", method, other, unknown)
+		}
+	}
+	if list := bob.post("tasks/list", map[string]any{}); strings.Contains(fmt.Sprint(list), id) {
+		t.Errorf("bob's tasks/list: %v", list)
+	}
+	if list := alice.post("tasks/list", map[string]any{}); !strings.Contains(fmt.Sprint(list), id) {
+		t.Errorf("alice's tasks/list: %v", list)
+	}
+	res := alice.post("tasks/result", map[string]any{"taskId": id})
+	if !strings.Contains(fmt.Sprint(res["result"]), "step 3") {
+		t.Errorf("tasks/result: %v", res)
+	}
 }

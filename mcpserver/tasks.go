@@ -132,10 +132,6 @@ type taskView struct {
 	run      *engine.Run // nil once the record alone says how it ended
 }
 
-// errTaskGone is a task whose run the server no longer knows (its session
-// was deleted, or the run was forgotten before it was recorded).
-var errTaskGone = errors.New("the run of this task is gone")
-
 // task returns the task id as it is now, recording its end if its run
 // ended.
 func (s *Server) task(id string) (taskView, error) {
