@@ -68,6 +68,14 @@ func (r *Run) MarkTask() {
 	r.task = true
 }
 
+// Changed is closed when the run's state or its question next changes
+// (it starts, asks, is answered, ends); call it again for the change after.
+func (r *Run) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
 // Started reports whether the run left the queue (it ran, or runs).
 func (r *Run) Started() bool {
 	r.mu.Lock()

@@ -66,7 +66,9 @@ func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &orderedConn{Connection: c, srv: o.srv, turns: o.srv.turns, calls: make(map[jsonrpc.ID]inflightCall), closed: make(chan struct{})}, nil
+	oc := &orderedConn{Connection: c, srv: o.srv, turns: o.srv.turns, calls: make(map[jsonrpc.ID]inflightCall), closed: make(chan struct{})}
+	oc.id = o.srv.addConn(oc) // tasks_notify.go: task status notifications
+	return oc, nil
 }
 
 // orderedConn stamps tickets. The turnstile is the server's, shared by every
@@ -75,6 +77,7 @@ type orderedConn struct {
 	mcp.Connection
 	srv   *Server
 	turns *turnstile
+	id    string // the server's name for it (Server.addConn)
 
 	mu       sync.Mutex
 	calls    map[jsonrpc.ID]inflightCall // every request read, until answered
@@ -121,7 +124,7 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		// would never be given back.
 		return req, nil
 	}
-	if tk, ok := c.srv.stamp(req); ok {
+	if tk, ok := c.srv.stamp(req, c.id); ok {
 		c.mu.Lock()
 		_, open := c.calls[req.ID] // Close may have let go of every call
 		if open {
@@ -137,8 +140,9 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // stamp gives a queued tool call its session's next ticket, carried to the
 // handler in _meta. ok is false for anything that is not a queued tool call
-// with a usable session_id.
-func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
+// with a usable session_id. conn names the connection it came on ("" over
+// HTTP), for the status notifications of a task it makes.
+func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk ticket, ok bool) {
 	if req.Method != "tools/call" {
 		return ticket{}, false
 	}
@@ -163,7 +167,7 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	if task, ok := params["task"]; ok {
 		// 2025-11-25's task request, which the SDK's params drop: its
 		// handler finds it here (taskModeOf).
-		meta[s.taskParamKey] = task
+		meta[s.taskParamKey] = map[string]any{"task": task, "conn": conn}
 	}
 	tk = s.turns.take(sid)
 	meta[s.ticketKey] = tk.n
@@ -296,6 +300,7 @@ func (c *orderedConn) drain(ctx context.Context) {
 // Close releases the turns of calls that will never be answered.
 func (c *orderedConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
+	c.srv.dropConn(c.id)
 	err := c.Connection.Close()
 	c.mu.Lock()
 	calls := c.calls
@@ -446,7 +451,7 @@ func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
 				if !checkTaskHeaders(w, r.Header, req) {
 					return
 				}
-				if tk, stamped = s.stamp(req); stamped {
+				if tk, stamped = s.stamp(req, ""); stamped {
 					if b, err := jsonrpc.EncodeMessage(req); err == nil {
 						body = b
 					} else {

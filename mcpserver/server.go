@@ -194,6 +194,8 @@ type Server struct {
 	taskKey      string
 	taskParamKey string
 	tasksStop    chan struct{}
+	noticeMu     sync.Mutex
+	notices      taskNotices
 }
 
 // New builds the server and registers its tools. It starts no kernel: each
@@ -215,7 +217,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, eng: eng, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
 		listeners: map[*engine.Run][]*attachment{}, tasks: st, taskKey: metaTaskPrefix + uuid.NewString(),
-		taskParamKey: metaTaskParamPrefix + uuid.NewString(), tasksStop: make(chan struct{})}
+		taskParamKey: metaTaskParamPrefix + uuid.NewString(), tasksStop: make(chan struct{}),
+		notices: taskNotices{conns: map[string]*orderedConn{}, to: map[string]string{}, told: map[string]tasks.Status{}}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions(cfg) + sandboxInstructions(cfg),
 		Logger:       cfg.Logger,

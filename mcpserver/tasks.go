@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -48,6 +47,7 @@ const (
 	taskPollInterval    = time.Second
 	metaTaskPrefix      = "kernel-mcp/task-"
 	metaTaskParamPrefix = "kernel-mcp/task-param-"
+	metaTaskRun         = "kernel-mcp/run"
 )
 
 // protocolOf is the protocol version a request speaks: the one in its own
@@ -117,6 +117,11 @@ func taskOrResult[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequ
 		return attend(s, ctx, req, r, 0, nil, handoff)
 	}
 	r.MarkTask()
+	if mode == legacyTask {
+		p, _ := req.Params.Meta[s.taskParamKey].(map[string]any)
+		conn, _ := p["conn"].(string)
+		s.noticeTo(rec.ID, conn)
+	}
 	s.watchTask(rec.ID, r)
 	res := &mcp.CallToolResult{Meta: mcp.Meta{s.taskKey: rec.ID}}
 	return res, handoff(r.View(), ""), nil
@@ -240,15 +245,7 @@ func (s *Server) watchTask(id string, r *engine.Run) {
 	if s.closing {
 		return
 	}
-	s.progress.Go(func() {
-		select {
-		case <-r.Done():
-			if _, err := s.finishTask(id, r); err != nil && !errors.Is(err, tasks.ErrExpired) {
-				s.cfg.Logger.Warn("recording a task's end", "task", id, "err", err)
-			}
-		case <-s.tasksStop:
-		}
-	})
+	s.progress.Go(func() { s.followTask(id, r) })
 }
 
 // cancelTask interrupts the task's run (a queued one never starts). The

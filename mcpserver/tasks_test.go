@@ -28,9 +28,11 @@ type rawClient struct {
 	mu      sync.Mutex
 	nextID  int64
 	waiting map[int64]chan *jsonrpc.Response
-	// asks gets the server's requests to the client (elicitation).
-	asks chan *jsonrpc.Request
-	done chan struct{}
+	// asks gets the server's requests to the client (elicitation), notes
+	// its task status notifications.
+	asks  chan *jsonrpc.Request
+	notes chan *jsonrpc.Request
+	done  chan struct{}
 }
 
 func newRawClient(t *testing.T, srv *Server, protocol string, declareTasks bool) *rawClient {
@@ -46,7 +48,7 @@ func newRawClient(t *testing.T, srv *Server, protocol string, declareTasks bool)
 		t.Fatal(err)
 	}
 	c := &rawClient{t: t, conn: conn, protocol: protocol, tasks: declareTasks, waiting: map[int64]chan *jsonrpc.Response{},
-		asks: make(chan *jsonrpc.Request, 8), done: make(chan struct{})}
+		asks: make(chan *jsonrpc.Request, 8), notes: make(chan *jsonrpc.Request, 64), done: make(chan struct{})}
 	go c.read()
 	t.Cleanup(func() {
 		conn.Close()
@@ -76,6 +78,11 @@ func (c *rawClient) read() {
 		case *jsonrpc.Request:
 			if m.ID.IsValid() {
 				c.asks <- m
+			} else if m.Method == "notifications/tasks/status" {
+				select {
+				case c.notes <- m:
+				default:
+				}
 			}
 		}
 	}
@@ -246,6 +253,9 @@ func TestTaskSEPCompletesWithWaitRunsResult(t *testing.T) {
 		t.Fatalf("a long call: %v", created)
 	}
 	id, _ := created["taskId"].(string)
+	if ref, _ := created["_meta"].(map[string]any)[metaTaskRun].(map[string]any); ref["session_id"] != "t" || ref["run_id"] != "r3" {
+		t.Errorf("CreateTaskResult's run: %v", created["_meta"])
+	}
 	if len(id) != 32 || created["ttlMs"].(float64) <= 0 || created["pollIntervalMs"].(float64) <= 0 || created["createdAt"] == nil {
 		t.Fatalf("CreateTaskResult: %v", created)
 	}
@@ -486,6 +496,26 @@ func TestTaskLegacy(t *testing.T) {
 	got := c.call("tasks/get", map[string]any{"taskId": id})
 	if got["status"] != "completed" || got["ttl"] == nil {
 		t.Fatalf("tasks/get: %v", got)
+	}
+	// Each change of status the watcher saw was notified.
+	var statuses []string
+	for len(statuses) == 0 || statuses[len(statuses)-1] != "completed" {
+		select {
+		case n := <-c.notes:
+			var p map[string]any
+			json.Unmarshal(n.Params, &p)
+			if p["taskId"] != id {
+				t.Fatalf("a notification of another task: %s", n.Params)
+			}
+			statuses = append(statuses, p["status"].(string))
+		case <-time.After(30 * time.Second):
+			t.Fatalf("status notifications %v, no completed", statuses)
+		}
+	}
+	// (working between them when the watcher saw the run between its
+	// answer and its end)
+	if j := strings.Join(statuses, " "); j != "input_required working completed" && j != "input_required completed" {
+		t.Errorf("status notifications: %v", statuses)
 	}
 	c.callErr("tasks/cancel", map[string]any{"taskId": id}, -32602) // already over
 	c.callErr("tasks/update", map[string]any{"taskId": id}, -32601)

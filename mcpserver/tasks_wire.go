@@ -286,13 +286,20 @@ func (s *Server) createTaskResult(id string) (mcp.Result, error) {
 	if err != nil {
 		return nil, taskErr(err)
 	}
+	// The run the task follows, for a client or a view that follows runs
+	// (the cell view, wait_run, get_value during the run).
+	run := mcp.Meta{metaTaskRun: map[string]any{"session_id": v.rec.Session, "run_id": v.rec.Run}}
 	if v.rec.Protocol >= protocolSEPTasks {
-		return s.sepTaskOf(v, "task", false), nil
+		t := s.sepTaskOf(v, "task", false)
+		t.Meta = run
+		return t, nil
 	}
 	lt := s.oldTaskOf(v)
 	// 2025-11-25 tasks begin in working, whatever the run did meanwhile.
 	lt.Status, lt.StatusMessage = tasks.Working, ""
-	return &legacyCreateResult{Task: lt}, nil
+	res := &legacyCreateResult{Task: lt}
+	res.Meta = run
+	return res, nil
 }
 
 // sepTaskResult is a task as SEP-2663 shows it: CreateTaskResult
