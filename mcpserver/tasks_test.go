@@ -555,6 +555,26 @@ func TestTaskNothingForOtherClients(t *testing.T) {
 	c.callErr("tasks/get", map[string]any{"taskId": "x"}, -32601)
 }
 
+// The data tools whose work is a run become tasks too: describe_data
+// queued behind a task's run waits longer than the task wait.
+func TestTaskDataTool(t *testing.T) {
+	srv := taskServer(t, Config{})
+	c := newRawClient(t, srv, "2026-07-28", true)
+	warm(t, srv)
+	first := c.call("tools/call", runArgs("import time, pandas as pd\ntime.sleep(1.5)\ndf = pd.DataFrame({'height': [1.0, 2.0, 3.0]})"))
+	if first["resultType"] != "task" {
+		t.Fatalf("%v", first)
+	}
+	desc := c.call("tools/call", map[string]any{"name": "describe_data", "arguments": map[string]any{"session_id": "t", "name": "df"}})
+	if desc["resultType"] != "task" {
+		t.Fatalf("describe_data behind a task: %v", desc)
+	}
+	done := c.poll(desc["taskId"].(string), "completed", "failed")
+	if !strings.Contains(fmt.Sprint(done["result"]), "height") || done["result"].(map[string]any)["isError"] == true {
+		t.Fatalf("describe_data's task: %v", done)
+	}
+}
+
 // SEP-2663's streamable HTTP binding: the task id rides in Mcp-Name.
 func TestTaskHTTPMcpName(t *testing.T) {
 	srv := taskServer(t, Config{})
