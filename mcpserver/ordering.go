@@ -95,6 +95,9 @@ const drainWait = 5 * time.Second
 
 func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	for err == nil && c.srv.taskStream(c, msg) { // answered here (tasks_notify.go)
+		msg, err = c.Connection.Read(ctx)
+	}
 	if err != nil {
 		// Only the end of input leaves calls to answer: after a close or
 		// a cancellation their answers could not be written anyway.

@@ -4,20 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// 2025-11-25's optional task status notifications
-// (notifications/tasks/status), sent to the connection whose call made the
-// task each time its status changes. go-sdk sends no notification it does
-// not know, so they are written on the ordered connection itself, whose
-// transport serializes writes. Over HTTP (no connection of ours) and for
-// SEP-2663 tasks (whose notifications need subscriptions/listen) none are
-// sent: clients poll, as both designs allow.
+// Task status notifications, which go-sdk cannot send (it sends no
+// notification it does not know), so they are written on the ordered
+// connection itself, whose transport serializes writes:
+//   - 2025-11-25's notifications/tasks/status go to the connection whose
+//     call made the task, each time its status changes;
+//   - SEP-2663's notifications/tasks go to a subscriptions/listen stream
+//     that asked for the task's id (notifications.taskIds). Such a listen is
+//     answered here, not by go-sdk (which knows no taskIds), when task ids
+//     are all it asks for; one that asks for more goes to go-sdk, and its
+//     acknowledgement agrees to no task ids, so the client polls.
+// Over HTTP (no connection of ours) none are sent: clients poll, as both
+// designs allow.
 
 // taskNotices is what the notifications need: the connections by name, and
 // for each task the connection to tell and the status it was last told.
@@ -25,6 +33,15 @@ type taskNotices struct {
 	conns map[string]*orderedConn
 	to    map[string]string       // task id → connection name
 	told  map[string]tasks.Status // task id → the status last sent
+	// listens are the SEP-2663 streams: the connection, the listen's
+	// request id, the tasks it agreed to and what each was last told.
+	listens []*taskListen
+}
+
+type taskListen struct {
+	conn *orderedConn
+	id   jsonrpc.ID
+	told map[string]tasks.Status
 }
 
 // addConn names a new ordered connection.
@@ -41,6 +58,7 @@ func (s *Server) dropConn(id string) {
 	s.noticeMu.Lock()
 	defer s.noticeMu.Unlock()
 	delete(s.notices.conns, id)
+	s.notices.listens = slices.DeleteFunc(s.notices.listens, func(l *taskListen) bool { return l.conn.id == id })
 	for task, conn := range s.notices.to {
 		if conn == id {
 			delete(s.notices.to, task)
@@ -62,9 +80,10 @@ func (s *Server) noticeTo(task, conn string) {
 	}
 }
 
-// notifyTask sends the task's status to its connection if it changed since
-// the last notification.
+// notifyTask sends the task's status to its connection, and to the listens
+// that follow it, where it changed since the last notification.
 func (s *Server) notifyTask(id string) {
+	s.notifyListens(id)
 	s.noticeMu.Lock()
 	c := s.notices.conns[s.notices.to[id]]
 	last := s.notices.told[id]
@@ -106,6 +125,99 @@ func (s *Server) followTask(id string, r *engine.Run) {
 		case <-changed:
 		case <-s.tasksStop:
 			return
+		}
+	}
+}
+
+// taskStream answers what of a client's messages concerns SEP-2663's task
+// notification streams, and reports whether it did (the message then goes
+// no further): a subscriptions/listen for task ids only, and the
+// notifications/cancelled that ends one.
+func (s *Server) taskStream(c *orderedConn, msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false
+	}
+	switch {
+	case req.Method == "notifications/cancelled" && !req.ID.IsValid():
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		json.Unmarshal(req.Params, &p)
+		s.noticeMu.Lock()
+		defer s.noticeMu.Unlock()
+		n := len(s.notices.listens)
+		s.notices.listens = slices.DeleteFunc(s.notices.listens, func(l *taskListen) bool {
+			return l.conn == c && fmt.Sprint(l.id.Raw()) == fmt.Sprint(p.RequestID)
+		})
+		return len(s.notices.listens) < n
+	case req.Method == "subscriptions/listen" && req.ID.IsValid():
+	default:
+		return false
+	}
+	var p struct {
+		Meta          mcp.Meta                   `json:"_meta"`
+		Notifications map[string]json.RawMessage `json:"notifications"`
+	}
+	json.Unmarshal(req.Params, &p)
+	var ids []string
+	if json.Unmarshal(p.Notifications["taskIds"], &ids) != nil || len(ids) == 0 || len(p.Notifications) != 1 {
+		return false // go-sdk's: no task ids, or more than task ids
+	}
+	if !declaresTasks(p.Meta) {
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
+		c.Connection.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
+			Message: "Missing required client capability: task notifications need the " + tasksExtension + " extension declared", Data: data}})
+		return true
+	}
+	l := &taskListen{conn: c, id: req.ID, told: map[string]tasks.Status{}}
+	agreed := []string{}
+	for _, id := range ids {
+		if _, err := s.tasks.Get(id); err == nil && !slices.Contains(agreed, id) {
+			agreed = append(agreed, id)
+			l.told[id] = ""
+		}
+	}
+	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{mcp.MetaKeySubscriptionID: req.ID.Raw()}, "notifications": map[string]any{"taskIds": agreed}})
+	c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/subscriptions/acknowledged", Params: ack})
+	s.noticeMu.Lock()
+	s.notices.listens = append(s.notices.listens, l)
+	s.noticeMu.Unlock()
+	for _, id := range agreed {
+		s.notifyListens(id) // the state now, then each change
+	}
+	return true
+}
+
+// notifyListens sends notifications/tasks with the task as tasks/get shows
+// it to each listen that follows it and was not told this status yet.
+func (s *Server) notifyListens(id string) {
+	s.noticeMu.Lock()
+	var ls []*taskListen
+	for _, l := range s.notices.listens {
+		if _, ok := l.told[id]; ok {
+			ls = append(ls, l)
+		}
+	}
+	s.noticeMu.Unlock()
+	if len(ls) == 0 {
+		return
+	}
+	v, err := s.task(id)
+	if err != nil {
+		return
+	}
+	b, err := json.Marshal(s.sepTaskOf(v, "", true))
+	if err != nil {
+		return
+	}
+	for _, l := range ls {
+		s.noticeMu.Lock()
+		fresh := l.told[id] != v.status
+		l.told[id] = v.status
+		s.noticeMu.Unlock()
+		if fresh {
+			l.conn.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/tasks", Params: b})
 		}
 	}
 }

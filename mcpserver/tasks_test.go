@@ -78,7 +78,7 @@ func (c *rawClient) read() {
 		case *jsonrpc.Request:
 			if m.ID.IsValid() {
 				c.asks <- m
-			} else if m.Method == "notifications/tasks/status" {
+			} else if strings.HasPrefix(m.Method, "notifications/tasks") || strings.HasPrefix(m.Method, "notifications/subscriptions") {
 				select {
 				case c.notes <- m:
 				default:
@@ -504,7 +504,7 @@ func TestTaskLegacy(t *testing.T) {
 		case n := <-c.notes:
 			var p map[string]any
 			json.Unmarshal(n.Params, &p)
-			if p["taskId"] != id {
+			if n.Method != "notifications/tasks/status" || p["taskId"] != id {
 				t.Fatalf("a notification of another task: %s", n.Params)
 			}
 			statuses = append(statuses, p["status"].(string))
@@ -553,6 +553,60 @@ func TestTaskNothingForOtherClients(t *testing.T) {
 	c := newRawClient(t, srv, "", false)
 	c.initialize("2025-06-18", false)
 	c.callErr("tasks/get", map[string]any{"taskId": "x"}, -32601)
+}
+
+// SEP-2663's notifications/tasks: a subscriptions/listen for task ids gets
+// an acknowledgement naming those it agreed to, then each task as tasks/get
+// would show it, now and at each change, until the client cancels it.
+func TestTaskSEPNotifications(t *testing.T) {
+	srv := taskServer(t, Config{})
+	c := newRawClient(t, srv, "2026-07-28", true)
+	warm(t, srv)
+	id := c.call("tools/call", runArgs(loop(1)))["taskId"].(string)
+	unknown := "0123456789abcdef0123456789abcdef"
+	listen := c.send("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id, unknown}}})
+	next := func() (string, map[string]any) {
+		t.Helper()
+		select {
+		case n := <-c.notes:
+			var p map[string]any
+			json.Unmarshal(n.Params, &p)
+			return n.Method, p
+		case <-time.After(30 * time.Second):
+			t.Fatal("no notification in 30s")
+			return "", nil
+		}
+	}
+	m, ack := next()
+	if m != "notifications/subscriptions/acknowledged" || fmt.Sprint(ack["notifications"]) != fmt.Sprintf("map[taskIds:[%s]]", id) {
+		t.Fatalf("acknowledgement: %s %v", m, ack)
+	}
+	var statuses []string
+	for len(statuses) == 0 || statuses[len(statuses)-1] != "completed" {
+		m, p := next()
+		if m != "notifications/tasks" || p["taskId"] != id {
+			t.Fatalf("%s %v", m, p)
+		}
+		statuses = append(statuses, p["status"].(string))
+		if p["status"] == "completed" && !strings.Contains(fmt.Sprint(p["result"]), "finished") {
+			t.Fatalf("the completed task's notification: %v", p)
+		}
+	}
+	if statuses[0] != "working" {
+		t.Errorf("notifications: %v", statuses)
+	}
+	// The client ends the stream; the listen gets no answer.
+	jid, _ := jsonrpc.MakeID(float64(c.nextID))
+	b, _ := json.Marshal(map[string]any{"requestId": jid.Raw()})
+	c.conn.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: b})
+	select {
+	case r := <-listen:
+		t.Fatalf("the listen was answered: %v", r)
+	default:
+	}
+	// Without the extension declared: -32021.
+	plain := newRawClient(t, srv, "2026-07-28", false)
+	plain.callErr("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id}}}, -32021)
 }
 
 // The data tools whose work is a run become tasks too: describe_data

@@ -307,7 +307,7 @@ func (s *Server) createTaskResult(id string) (mcp.Result, error) {
 // its status inlines).
 type sepTaskResult struct {
 	mcp.ResultBase
-	ResultType     string              `json:"resultType"`
+	ResultType     string              `json:"resultType,omitempty"`
 	TaskID         string              `json:"taskId"`
 	Status         tasks.Status        `json:"status"`
 	StatusMessage  string              `json:"statusMessage,omitempty"`
