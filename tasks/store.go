@@ -112,8 +112,9 @@ type Store struct {
 }
 
 // RestartMessage is the message of a task whose run the server's stop cut
-// short; the history has what the run printed.
-const RestartMessage = "the server restarted while this task's run %s in session %q was going; the run was cut short, and what it printed is in the session's history (get_history)"
+// short. A server that stops in order records what the run printed in the
+// session's history; one that crashed could not.
+const RestartMessage = "the server restarted while this task's run %s in session %q was going; the run was cut short, and what it printed is in the session's history (get_history) unless the server crashed"
 
 // Open loads the records in dir (made if missing; "" keeps them in memory
 // only). ttl is the time-to-live of new tasks. now is the clock (nil:
