@@ -314,3 +314,108 @@ func TestTasksHTTPUsers(t *testing.T) {
 		t.Errorf("tasks/result: %v", res)
 	}
 }
+
+// stdioTasks is a raw JSON-RPC client of protocol 2026-07-28 with the tasks
+// extension declared, over a server process's stdin and stdout.
+type stdioTasks struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+func startStdioTasks(t *testing.T, state string) *stdioTasks {
+	t.Helper()
+	cmd := exec.Command(binary, "--state-dir", state, "--pool-size", "0", "--task-wait", "1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &stdioTasks{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return c
+}
+
+func (c *stdioTasks) call(method string, params map[string]any) map[string]any {
+	c.t.Helper()
+	c.id++
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-stdio", "version": "1"},
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
+	if _, err := c.in.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		line, err := c.out.ReadBytes('\n')
+		if err != nil {
+			c.t.Fatalf("%s: %v", method, err)
+		}
+		var m map[string]any
+		if json.Unmarshal(line, &m) == nil && m["id"] == float64(c.id) {
+			return m
+		}
+	}
+}
+
+// A task's record is on disk before its id is returned, and its result
+// once its run ends: after the server is killed (no orderly stop), a new
+// server answers tasks/get for a task that had ended with its result, and
+// for one whose run was going with how it ended.
+func TestTasksSurviveAKill(t *testing.T) {
+	t.Parallel()
+	requireKernel(t)
+	state := t.TempDir()
+	c := startStdioTasks(t, state)
+	run := func(code string) map[string]any {
+		return c.call("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "k", "code": code}})["result"].(map[string]any)
+	}
+	run("None")
+	ended := run("import time\ntime.sleep(1.5)\nprint('ended before the kill')")
+	endedID, _ := ended["taskId"].(string)
+	going := run("import time\nwhile True: time.sleep(0.1)")
+	goingID, _ := going["taskId"].(string)
+	if len(endedID) != 32 || len(goingID) != 32 {
+		t.Fatalf("tools/call: %v / %v", ended, going)
+	}
+	// The first ends (its end recorded), the second runs.
+	deadline := time.Now().Add(90 * time.Second)
+	for _, w := range []struct{ id, want string }{{endedID, "completed"}, {goingID, "is running"}} {
+		for {
+			task := c.call("tasks/get", map[string]any{"taskId": w.id})["result"].(map[string]any)
+			if task["status"] == w.want || strings.Contains(fmt.Sprint(task["statusMessage"]), w.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s is not %s: %v", w.id, w.want, task)
+			}
+			<-time.After(200 * time.Millisecond)
+		}
+	}
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+
+	c2 := startStdioTasks(t, state)
+	got := c2.call("tasks/get", map[string]any{"taskId": endedID})["result"].(map[string]any)
+	if got["status"] != "completed" || !strings.Contains(fmt.Sprint(got["result"]), "ended before the kill") {
+		t.Errorf("the task that had ended: %v", got)
+	}
+	got = c2.call("tasks/get", map[string]any{"taskId": goingID})["result"].(map[string]any)
+	if got["status"] != "failed" || !strings.Contains(fmt.Sprint(got["statusMessage"]), "server restarted") {
+		t.Errorf("the task whose run was going: %v", got)
+	}
+}
