@@ -309,6 +309,9 @@ func TestTasksHTTPUsers(t *testing.T) {
 	if list := alice.post("tasks/list", map[string]any{}); !strings.Contains(fmt.Sprint(list), id) {
 		t.Errorf("alice's tasks/list: %v", list)
 	}
+	if res := alice.post("tools/call", map[string]any{"name": "list_sessions", "arguments": map[string]any{}, "task": map[string]any{}}); !strings.Contains(fmt.Sprint(res["error"]), "-32601") {
+		t.Errorf("a task asked of list_sessions: %v", res)
+	}
 	res := alice.post("tasks/result", map[string]any{"taskId": id})
 	if !strings.Contains(fmt.Sprint(res["result"]), "step 3") {
 		t.Errorf("tasks/result: %v", res)

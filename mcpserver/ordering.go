@@ -156,6 +156,11 @@ func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk ticket, ok bool) {
 	var name string
 	json.Unmarshal(params["name"], &name)
 	if !queuedTools[name] && !answersInput[name] {
+		if task, asked := params["task"]; asked {
+			// A task asked of a tool that takes none: tasksMiddleware
+			// refuses it.
+			s.carryTaskParam(req, params, task, conn)
+		}
 		return ticket{}, false
 	}
 	sid, ok := ticketSession(params["arguments"])
@@ -187,6 +192,25 @@ func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk ticket, ok bool) {
 	}
 	req.Params = p
 	return tk, true
+}
+
+// carryTaskParam puts a call's params.task in its _meta, as stamp does for
+// queued tools.
+func (s *Server) carryTaskParam(req *jsonrpc.Request, params map[string]json.RawMessage, task json.RawMessage, conn string) {
+	meta := map[string]any{}
+	json.Unmarshal(params["_meta"], &meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[s.taskParamKey] = map[string]any{"task": task, "conn": conn}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return
+	}
+	params["_meta"] = b
+	if p, err := json.Marshal(params); err == nil {
+		req.Params = p
+	}
 }
 
 // ticketSession is the session whose queue a call's ticket is for: the
@@ -454,10 +478,11 @@ func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
 				if !checkTaskHeaders(w, r.Header, req) {
 					return
 				}
-				if tk, stamped = s.stamp(req, ""); stamped {
+				before := req.Params
+				if tk, stamped = s.stamp(req, ""); stamped || !bytes.Equal(before, req.Params) {
 					if b, err := jsonrpc.EncodeMessage(req); err == nil {
 						body = b
-					} else {
+					} else if stamped {
 						s.turns.done(tk)
 						stamped = false
 					}

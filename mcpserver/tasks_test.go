@@ -519,6 +519,10 @@ func TestTaskLegacy(t *testing.T) {
 	}
 	c.callErr("tasks/cancel", map[string]any{"taskId": id}, -32602) // already over
 	c.callErr("tasks/update", map[string]any{"taskId": id}, -32601)
+	// A task asked of a tool that takes none.
+	for _, tool := range []string{"list_sessions", "wait_run"} {
+		c.callErr("tools/call", map[string]any{"name": tool, "arguments": map[string]any{}, "task": map[string]any{}}, -32601)
+	}
 }
 
 func TestTaskLegacyCancel(t *testing.T) {

@@ -248,6 +248,14 @@ func clientElicits(ss *mcp.ServerSession) bool {
 // initialize and tools/list.
 func (s *Server) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" && !taskTools[p.Name] {
+			if _, asked := p.Meta[s.taskParamKey]; asked {
+				ss, _ := req.GetSession().(*mcp.ServerSession)
+				if legacyEra(protocolOf(p.Meta, ss)) {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %q takes no task (tools/list gives it no execution.taskSupport): call it without params.task", p.Name)}
+				}
+			}
+		}
 		res, err := next(ctx, method, req)
 		if err != nil || res == nil {
 			return res, err
