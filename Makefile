@@ -21,7 +21,7 @@ ASSETS_TAG := kernelmcp_external_assets
 DIST_VENV ?= $(or $(KERNEL_MCP_TEST_DIST_VENV),$(HOME)/.cache/kernel-mcp/venv-dist)
 DIST_PYTHON ?= $(DIST_VENV)/bin/python
 
-.PHONY: all build run test vet staticcheck cross tracked bench context soak soak-check fuzz clean dist dist-venv
+.PHONY: all build run test tasks-rmcp vet staticcheck cross tracked bench context soak soak-check fuzz clean dist dist-venv
 
 # Node packages, each folder's from its package-lock.json, installed by
 # `npm ci` when missing or when the lock file is newer than npm's record of
@@ -54,7 +54,20 @@ $(OAUTH_NODE): integration/oauth/package-lock.json
 	cd integration/oauth && $(NPM_CI)
 	touch $@
 
+# integration/tasks-rmcp: a client of MCP tasks (SEP-2663) written with the
+# Rust SDK rmcp, from crates.io at the versions Cargo.lock pins; the
+# integration test integration/tasks_test.go runs it.
+CARGO ?= cargo
+TASKS_RMCP := integration/tasks-rmcp/target/release/tasks-rmcp
+
+$(TASKS_RMCP): integration/tasks-rmcp/Cargo.toml integration/tasks-rmcp/Cargo.lock integration/tasks-rmcp/src/main.rs
+	@command -v $(CARGO) >/dev/null || { echo "make: cargo is missing (it builds integration/tasks-rmcp); install Rust (https://rustup.rs or your package manager), then run make again" >&2; exit 1; }
+	cd integration/tasks-rmcp && $(CARGO) build --release --locked --quiet
+	touch $@
+
 all: build
+
+tasks-rmcp: $(TASKS_RMCP)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kernel-mcp ./cmd/kernel-mcp
@@ -99,7 +112,7 @@ tracked:
 # detector against real kernels. The Node packages it installs itself; the
 # rest (README.md, Set up) .ci/run installs, and a test missing them skips
 # (fails with CI=true).
-test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE) $(OAUTH_NODE)
+test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE) $(OAUTH_NODE) $(TASKS_RMCP)
 	$(GO) test -race -count=1 -timeout 25m ./...
 	# The packages whose files change with the tag (their external halves);
 	# the whole external binary is tested from the bundle (internal/mcpb).

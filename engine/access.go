@@ -60,6 +60,29 @@ func (r *Run) Tool() string { return r.tool }
 // Done is closed when the run has its result.
 func (r *Run) Done() <-chan struct{} { return r.done }
 
+// MarkTask says that the run is followed as an MCP task: its views (list
+// sessions, the web view) say so.
+func (r *Run) MarkTask() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.task = true
+}
+
+// Changed is closed when the run's state or its question next changes
+// (it starts, asks, is answered, ends); call it again for the change after.
+func (r *Run) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// Started reports whether the run left the queue (it ran, or runs).
+func (r *Run) Started() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.started.IsZero()
+}
+
 // Cancel stops the run: interrupted if it has started, never started if
 // it waits for its turn.
 func (r *Run) Cancel() { r.cancel() }

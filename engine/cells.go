@@ -30,6 +30,8 @@ type Cell struct {
 	Prompt   string `json:"prompt,omitempty"`
 	Password bool   `json:"password,omitempty"`
 	Note     string `json:"note,omitempty"`
+	// Task is set for a live run that a client follows as an MCP task.
+	Task bool `json:"task,omitempty"`
 }
 
 // Author is a cell's By for an entry's or a run's: "" is the assistant.
@@ -62,7 +64,7 @@ func EntryCell(sessionID, runID, language string, index int, e history.Entry) Ce
 func LiveCell(r *Run, language string, snap RunSnapshot) Cell {
 	c := Cell{SessionID: r.ss.id, RunID: r.id, Index: -1, Code: snap.Code, CellType: "code", By: Author(r.By()), Language: language,
 		ExecutionCount: snap.ExecutionCount, Status: snap.View.Status, ElapsedMS: snap.View.ElapsedMS, Outputs: snap.Outputs,
-		Prompt: snap.View.Prompt, Password: snap.View.Password}
+		Prompt: snap.View.Prompt, Password: snap.View.Password, Task: snap.View.Task}
 	if c.Outputs == nil {
 		c.Outputs = []history.Output{}
 	}

@@ -85,6 +85,7 @@ type Run struct {
 	progress  string // "block 7 of 11" while a run of several blocks goes on (SetProgress)
 	by        string // who wrote the code (history.Entry.By); "" the assistant
 	intended  string // the code it was started with, before its first block
+	task      bool   // followed as an MCP task (MarkTask)
 }
 
 // SetBy says who wrote the run's code, for the history entries RunBlock
@@ -410,6 +411,8 @@ type RunView struct {
 	Progress string `json:"progress,omitempty"`
 	Prompt   string `json:"prompt,omitempty"`
 	Password bool   `json:"password,omitempty"`
+	// Task is set for a run that a client follows as an MCP task.
+	Task bool `json:"task,omitempty"`
 }
 
 func (r *Run) View() RunView {
@@ -419,7 +422,7 @@ func (r *Run) View() RunView {
 }
 
 func (r *Run) viewLocked() RunView {
-	v := RunView{RunID: r.id, Tool: r.tool, Status: r.state, LastLine: r.lastLine}
+	v := RunView{RunID: r.id, Tool: r.tool, Status: r.state, LastLine: r.lastLine, Task: r.task}
 	if r.state != StatusDone {
 		v.Progress = r.progress
 	}

@@ -66,7 +66,9 @@ func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &orderedConn{Connection: c, srv: o.srv, turns: o.srv.turns, calls: make(map[jsonrpc.ID]inflightCall), closed: make(chan struct{})}, nil
+	oc := &orderedConn{Connection: c, srv: o.srv, turns: o.srv.turns, calls: make(map[jsonrpc.ID]inflightCall), closed: make(chan struct{})}
+	oc.id = o.srv.addConn(oc) // tasks_notify.go: task status notifications
+	return oc, nil
 }
 
 // orderedConn stamps tickets. The turnstile is the server's, shared by every
@@ -75,6 +77,7 @@ type orderedConn struct {
 	mcp.Connection
 	srv   *Server
 	turns *turnstile
+	id    string // the server's name for it (Server.addConn)
 
 	mu       sync.Mutex
 	calls    map[jsonrpc.ID]inflightCall // every request read, until answered
@@ -92,6 +95,9 @@ const drainWait = 5 * time.Second
 
 func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	for err == nil && c.srv.taskStream(c, msg) { // answered here (tasks_notify.go)
+		msg, err = c.Connection.Read(ctx)
+	}
 	if err != nil {
 		// Only the end of input leaves calls to answer: after a close or
 		// a cancellation their answers could not be written anyway.
@@ -121,7 +127,7 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		// would never be given back.
 		return req, nil
 	}
-	if tk, ok := c.srv.stamp(req); ok {
+	if tk, ok := c.srv.stamp(req, c.id); ok {
 		c.mu.Lock()
 		_, open := c.calls[req.ID] // Close may have let go of every call
 		if open {
@@ -137,8 +143,9 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // stamp gives a queued tool call its session's next ticket, carried to the
 // handler in _meta. ok is false for anything that is not a queued tool call
-// with a usable session_id.
-func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
+// with a usable session_id. conn names the connection it came on ("" over
+// HTTP), for the status notifications of a task it makes.
+func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk ticket, ok bool) {
 	if req.Method != "tools/call" {
 		return ticket{}, false
 	}
@@ -149,6 +156,11 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	var name string
 	json.Unmarshal(params["name"], &name)
 	if !queuedTools[name] && !answersInput[name] {
+		if task, asked := params["task"]; asked {
+			// A task asked of a tool that takes none: tasksMiddleware
+			// refuses it.
+			s.carryTaskParam(req, params, task, conn)
+		}
 		return ticket{}, false
 	}
 	sid, ok := ticketSession(params["arguments"])
@@ -159,6 +171,11 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	json.Unmarshal(params["_meta"], &meta)
 	if meta == nil {
 		meta = map[string]any{}
+	}
+	if task, ok := params["task"]; ok {
+		// 2025-11-25's task request, which the SDK's params drop: its
+		// handler finds it here (taskModeOf).
+		meta[s.taskParamKey] = map[string]any{"task": task, "conn": conn}
 	}
 	tk = s.turns.take(sid)
 	meta[s.ticketKey] = tk.n
@@ -175,6 +192,25 @@ func (s *Server) stamp(req *jsonrpc.Request) (tk ticket, ok bool) {
 	}
 	req.Params = p
 	return tk, true
+}
+
+// carryTaskParam puts a call's params.task in its _meta, as stamp does for
+// queued tools.
+func (s *Server) carryTaskParam(req *jsonrpc.Request, params map[string]json.RawMessage, task json.RawMessage, conn string) {
+	meta := map[string]any{}
+	json.Unmarshal(params["_meta"], &meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[s.taskParamKey] = map[string]any{"task": task, "conn": conn}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return
+	}
+	params["_meta"] = b
+	if p, err := json.Marshal(params); err == nil {
+		req.Params = p
+	}
 }
 
 // ticketSession is the session whose queue a call's ticket is for: the
@@ -291,6 +327,7 @@ func (c *orderedConn) drain(ctx context.Context) {
 // Close releases the turns of calls that will never be answered.
 func (c *orderedConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
+	c.srv.dropConn(c.id)
 	err := c.Connection.Close()
 	c.mu.Lock()
 	calls := c.calls
@@ -438,10 +475,14 @@ func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
 		stamped := false
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
-				if tk, stamped = s.stamp(req); stamped {
+				if !checkTaskHeaders(w, r.Header, req) {
+					return
+				}
+				before := req.Params
+				if tk, stamped = s.stamp(req, ""); stamped || !bytes.Equal(before, req.Params) {
 					if b, err := jsonrpc.EncodeMessage(req); err == nil {
 						body = b
-					} else {
+					} else if stamped {
 						s.turns.done(tk)
 						stamped = false
 					}

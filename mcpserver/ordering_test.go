@@ -206,7 +206,7 @@ func TestSendInputHoldsItsPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := msg.(*jsonrpc.Request)
-		if _, ok := s.stamp(req); !ok {
+		if _, ok := s.stamp(req, ""); !ok {
 			t.Fatalf("not stamped: %s", body)
 		}
 		var p struct {

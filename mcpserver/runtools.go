@@ -43,6 +43,9 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 	if err != nil {
 		return errResult[Out]("%v", err)
 	}
+	if mode := s.taskModeOf(req); mode != noTask {
+		return taskOrResult(s, ctx, req, r, mode, background, handoff)
+	}
 	s.watchProgress(r)
 	// A foreground call whose wait for its turn used up --max-wait still
 	// gives its run a moment, and is told it was handed off, not that it

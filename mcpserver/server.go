@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/kernel-mcp/kernel-mcp/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -113,6 +115,16 @@ type Config struct {
 	// UIURL is the web view's address with its token (--ui), which
 	// list_sessions and session_status give; "" when there is none.
 	UIURL string
+	// TaskWait is how long a call of a client that takes tasks
+	// (SEP-2663) waits for its run before it becomes a task (--task-wait).
+	// Default 3 s: a first call's kernel start (about 1 s here) and an
+	// import of pandas fit in it (docs/performance.md).
+	TaskWait time.Duration
+	// TaskTTL is how long a task is kept after it was created, or after
+	// its run ended if that is later (--task-ttl). Default 24 h.
+	TaskTTL time.Duration
+	// taskClock is the tasks' clock; nil is time.Now (tests set it).
+	taskClock func() time.Time
 }
 
 func (c *Config) setDefaults() {
@@ -130,6 +142,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 60 * time.Second
+	}
+	if c.TaskWait <= 0 {
+		c.TaskWait = 3 * time.Second
+	}
+	if c.TaskTTL <= 0 {
+		c.TaskTTL = 24 * time.Hour
 	}
 	if c.Version == "" {
 		c.Version = "dev"
@@ -168,6 +186,16 @@ type Server struct {
 	// listeners are the calls waiting on each run (progress.go).
 	listenMu  sync.Mutex
 	listeners map[*engine.Run][]*attachment
+	// tasks are the calls that became MCP tasks (tasks.go); taskKey and
+	// taskParamKey are secret _meta keys, as ticketKey is: the first marks
+	// a handler's result as a task, the second carries a 2025-11-25
+	// call's params.task to its handler. tasksStop ends the watchers.
+	tasks        *tasks.Store
+	taskKey      string
+	taskParamKey string
+	tasksStop    chan struct{}
+	noticeMu     sync.Mutex
+	notices      taskNotices
 }
 
 // New builds the server and registers its tools. It starts no kernel: each
@@ -178,8 +206,19 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	taskDir := ""
+	if cfg.StateDir != "" {
+		taskDir = filepath.Join(cfg.StateDir, "tasks")
+	}
+	st, err := tasks.Open(taskDir, cfg.TaskTTL, cfg.taskClock)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
 	s := &Server{cfg: cfg, eng: eng, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
-		listeners: map[*engine.Run][]*attachment{}}
+		listeners: map[*engine.Run][]*attachment{}, tasks: st, taskKey: metaTaskPrefix + uuid.NewString(),
+		taskParamKey: metaTaskParamPrefix + uuid.NewString(), tasksStop: make(chan struct{}),
+		notices: taskNotices{conns: map[string]*orderedConn{}, to: map[string]string{}, told: map[string]tasks.Status{}}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions(cfg) + sandboxInstructions(cfg),
 		Logger:       cfg.Logger,
@@ -198,6 +237,7 @@ func New(cfg Config) (*Server, error) {
 	s.addRunTools()
 	s.addDataTools()
 	s.addApp()
+	s.addTasks()
 	s.followEvents()
 	return s, nil
 }
@@ -223,6 +263,9 @@ func (s *Server) Engine() *engine.Engine { return s.eng }
 // and for the idle timers. Calls in flight fail; histories are kept.
 func (s *Server) Close() error {
 	s.progressMu.Lock()
+	if !s.closing {
+		close(s.tasksStop) // before the engine: a run the stop cuts short stays live in its task's record
+	}
 	s.closing = true
 	s.progressMu.Unlock()
 	err := s.eng.Close()

@@ -42,6 +42,8 @@ type config struct {
 	TokenFile string
 	Timeout   time.Duration // 0: none
 	MaxWait   time.Duration // longest a call holds its client
+	TaskWait  time.Duration // how long a call of a tasks client waits before it becomes a task
+	TaskTTL   time.Duration // how long a task is kept
 	// ClientIdleTimeout closes HTTP client sessions that sent nothing for
 	// that long; 0 never does.
 	ClientIdleTimeout time.Duration
@@ -332,6 +334,29 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 			return config{}, invalid("max-wait", v, err.Error())
 		}
 		cfg.MaxWait = d
+	}
+
+	cfg.TaskWait = 3 * time.Second
+	if v := get("task-wait"); v != "" {
+		d, err := parseSeconds(v)
+		if err == nil && d <= 0 {
+			err = errors.New("must be more than 0")
+		}
+		if err != nil {
+			return config{}, invalid("task-wait", v, err.Error())
+		}
+		cfg.TaskWait = d
+	}
+	cfg.TaskTTL = 24 * time.Hour
+	if v := get("task-ttl"); v != "" {
+		d, err := parseSeconds(v)
+		if err == nil && d <= 0 {
+			err = errors.New("must be more than 0")
+		}
+		if err != nil {
+			return config{}, invalid("task-ttl", v, err.Error())
+		}
+		cfg.TaskTTL = d
 	}
 
 	cfg.ClientIdleTimeout = 30 * time.Minute

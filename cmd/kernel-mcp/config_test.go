@@ -45,6 +45,8 @@ func defaults() config {
 		StartTimeout:      60 * time.Second,
 		InterruptGrace:    5 * time.Second,
 		MaxWait:           45 * time.Second,
+		TaskWait:          3 * time.Second,
+		TaskTTL:           24 * time.Hour,
 		ClientIdleTimeout: 30 * time.Minute,
 		MaxMessageSize:    256 << 20,
 		ChartTimeout:      20 * time.Second,

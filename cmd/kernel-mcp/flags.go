@@ -33,6 +33,8 @@ var settings = []setting{
 	{"token-file", "KERNEL_MCP_TOKEN_FILE", "none", "file holding the HTTP bearer token alone (a trailing newline is dropped), readable by its owner only (mode 600); not with --token"},
 	{"timeout", "KERNEL_MCP_TIMEOUT", "0", "default execution timeout in seconds (fractions allowed); 0 means none"},
 	{"max-wait", "KERNEL_MCP_MAX_WAIT", "45", "seconds a call may hold its client: a run still going then is handed off with its run_id (wait_run gives the rest); keep it under the client's own request timeout"},
+	{"task-wait", "KERNEL_MCP_TASK_WAIT", "3", "seconds a call of a client that takes MCP tasks (2026-07-28 with io.modelcontextprotocol/tasks) waits for its run before it becomes a task; the hand-off's --max-wait still bounds it"},
+	{"task-ttl", "KERNEL_MCP_TASK_TTL", "86400", "seconds an MCP task is kept after it was created, or after its run ended if that is later; then it is forgotten and asking for it says it expired"},
 	{"client-idle-timeout", "KERNEL_MCP_CLIENT_IDLE_TIMEOUT", "1800", "seconds an HTTP client's MCP session may send nothing before the server forgets it (its kernel sessions and runs stay); 0 means never"},
 	{"output-limit", "KERNEL_MCP_OUTPUT_LIMIT", "20000", "characters of output per result; longer output is cut in the middle"},
 	{"state-dir", "KERNEL_MCP_STATE_DIR", "", "directory where session histories are kept; 'none' keeps them in memory only"},

@@ -1,0 +1,424 @@
+//go:build unix
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireTool fails under CI, and skips elsewhere, when a client program
+// a test drives is missing.
+func requireTool(t *testing.T, path, how string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		if _, err = os.Stat(abs); err == nil {
+			return abs
+		}
+	}
+	msg := path + " is missing: " + how
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// MCP tasks (SEP-2663, protocol 2026-07-28) with a client no one here
+// wrote: the Rust SDK rmcp (integration/tasks-rmcp). A 20 s loop becomes a
+// task polled to its end, whose result is wait_run's; input() is answered
+// through tasks/update; tasks/cancel interrupts and keeps the namespace; a
+// short call returns its result directly.
+func TestTasksRustClient(t *testing.T) {
+	t.Parallel()
+	requireKernel(t)
+	client := requireTool(t, "tasks-rmcp/target/release/tasks-rmcp", "run `make tasks-rmcp` (needs cargo)")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, client, binary, "--state-dir", t.TempDir(), "--pool-size", "0")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tasks-rmcp: %v\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	steps := map[string]json.RawMessage{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Step string          `json:"step"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("tasks-rmcp printed %q: %v", sc.Text(), err)
+		}
+		steps[line.Step] = line.Data
+	}
+	for _, s := range []string{"discover", "short", "long", "wait_run", "input", "cancel"} {
+		if steps[s] == nil {
+			t.Fatalf("tasks-rmcp did not get to step %s:\n%s\nstderr:\n%s", s, out, stderr.String())
+		}
+	}
+	if !strings.Contains(string(steps["discover"]), `"io.modelcontextprotocol/tasks"`) || !strings.Contains(string(steps["discover"]), "2026-07-28") {
+		t.Errorf("discover: %s", steps["discover"])
+	}
+	var short struct {
+		ResultType string `json:"resultType"`
+		Content    []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	json.Unmarshal(steps["short"], &short)
+	if short.ResultType != "complete" || len(short.Content) == 0 || short.Content[0].Text != "42" {
+		t.Errorf("a short call did not return its result directly: %s", steps["short"])
+	}
+	var long struct {
+		TaskID string `json:"task_id"`
+		TTLMs  int64  `json:"ttl_ms"`
+		Final  struct {
+			Status string         `json:"status"`
+			Result map[string]any `json:"result"`
+		} `json:"final"`
+	}
+	json.Unmarshal(steps["long"], &long)
+	if len(long.TaskID) != 32 || long.TTLMs <= 0 || long.Final.Status != "completed" {
+		t.Fatalf("the 20 s loop: %s", steps["long"])
+	}
+	if !strings.Contains(string(steps["long"]), "epoch 19") || !strings.Contains(string(steps["long"]), "trained") {
+		t.Errorf("the task's result lacks the run's output: %s", steps["long"])
+	}
+	var waited map[string]any
+	json.Unmarshal(steps["wait_run"], &waited)
+	for _, k := range []string{"content", "structuredContent", "isError"} {
+		a, _ := json.Marshal(long.Final.Result[k])
+		b, _ := json.Marshal(waited[k])
+		if !bytes.Equal(a, b) {
+			t.Errorf("the task's %s differs from wait_run's:\ntask:     %s\nwait_run: %s", k, a, b)
+		}
+	}
+	if !strings.Contains(string(steps["input"]), `"completed"`) || !strings.Contains(string(steps["input"]), "hello Ada") {
+		t.Errorf("input() through tasks/update: %s", steps["input"])
+	}
+	if c := string(steps["cancel"]); !strings.Contains(c, `"cancelled"`) || !strings.Contains(c, "namespace was kept") || !strings.Contains(c, `"text":"42"`) {
+		t.Errorf("tasks/cancel: %s", c)
+	}
+}
+
+// The 2025-11-25 tasks with the official TypeScript SDK 1.x's task client
+// (client.experimental.tasks, testdata/tasks.mjs): tools/list marks the
+// tools that take tasks, a 20 s loop is a task polled to its end whose
+// result is wait_run's, input() is answered through the elicitation that
+// tasks/result asks, tasks/cancel interrupts and keeps the namespace, and a
+// call without a task returns its result directly.
+func TestTasksTypeScriptClient(t *testing.T) {
+	t.Parallel()
+	requireKernel(t)
+	script, err := filepath.Abs("testdata/tasks.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireTool(t, "node_modules/@modelcontextprotocol/sdk/package.json", "run `npm ci` in integration/")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, binary, "--state-dir", t.TempDir(), "--pool-size", "0")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("TypeScript client: %v\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	type stream struct {
+		TaskID string         `json:"taskId"`
+		Seen   []string       `json:"seen"`
+		Result map[string]any `json:"result"`
+		Error  string         `json:"error"`
+	}
+	var got struct {
+		Capabilities map[string]any   `json:"capabilities"`
+		TaskTools    []string         `json:"taskTools"`
+		Short        map[string]any   `json:"short"`
+		Long         stream           `json:"long"`
+		WaitRun      map[string]any   `json:"waitRun"`
+		List         []string         `json:"list"`
+		Input        stream           `json:"input"`
+		Elicited     []map[string]any `json:"elicited"`
+		Cancelled    map[string]any   `json:"cancelled"`
+		After        map[string]any   `json:"after"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, ok := got.Capabilities["tasks"]; !ok {
+		t.Errorf("initialize declares no tasks: %v", got.Capabilities)
+	}
+	if !slicesContain(got.TaskTools, "run_code:optional") || slicesContain(got.TaskTools, "wait_run:optional") {
+		t.Errorf("execution.taskSupport: %v", got.TaskTools)
+	}
+	if fmt.Sprint(got.Short["content"]) != "[map[text:42 type:text]]" {
+		t.Errorf("a call without a task: %v", got.Short)
+	}
+	if len(got.Long.TaskID) != 32 || got.Long.Seen[0] != "taskCreated" || got.Long.Seen[len(got.Long.Seen)-1] != "result" || !strings.Contains(fmt.Sprint(got.Long.Result), "epoch 19") {
+		t.Fatalf("the 20 s loop: %+v", got.Long)
+	}
+	for _, k := range []string{"content", "structuredContent", "isError"} {
+		a, _ := json.Marshal(got.Long.Result[k])
+		b, _ := json.Marshal(got.WaitRun[k])
+		if !bytes.Equal(a, b) {
+			t.Errorf("tasks/result's %s differs from wait_run's:\ntask:     %s\nwait_run: %s", k, a, b)
+		}
+	}
+	if !slicesContain(got.List, got.Long.TaskID) {
+		t.Errorf("tasks/list %v lacks %s", got.List, got.Long.TaskID)
+	}
+	if !slicesContain(got.Input.Seen, "taskStatus:input_required") || !strings.Contains(fmt.Sprint(got.Input.Result), "hi Grace") {
+		t.Errorf("input(): %+v", got.Input)
+	}
+	if len(got.Elicited) != 1 || !strings.Contains(fmt.Sprint(got.Elicited[0]), got.Input.TaskID) {
+		t.Errorf("the elicitation tasks/result asked: %v", got.Elicited)
+	}
+	if got.Cancelled["status"] != "cancelled" || !strings.Contains(fmt.Sprint(got.Cancelled["statusMessage"]), "namespace was kept") {
+		t.Errorf("tasks/cancel: %v", got.Cancelled)
+	}
+	if fmt.Sprint(got.After["content"]) != "[map[text:42 type:text]]" {
+		t.Errorf("after the cancel: %v", got.After)
+	}
+}
+
+func slicesContain(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// httpTasksClient is a raw streamable HTTP client of protocol 2025-11-25
+// (kernel-mcp's HTTP transport is stateful, so a 2026-07-28 client falls
+// back to it there), for one user's token.
+type httpTasksClient struct {
+	t                 *testing.T
+	url, token, sessn string
+}
+
+func newHTTPTasksClient(t *testing.T, url, token string) *httpTasksClient {
+	c := &httpTasksClient{t: t, url: url, token: token}
+	c.post("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw-http", "version": "1"}})
+	c.post("notifications/initialized", nil)
+	return c
+}
+
+// post sends a request (a notification when params is nil) and returns
+// the JSON-RPC response.
+func (c *httpTasksClient) post(method string, params map[string]any) map[string]any {
+	c.t.Helper()
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["id"], msg["params"] = 1, params
+	}
+	body, _ := json.Marshal(msg)
+	req, _ := http.NewRequest("POST", c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.sessn != "" {
+		req.Header.Set("Mcp-Session-Id", c.sessn)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.sessn = id
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if params == nil {
+		return nil
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) {
+				b = []byte(data)
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("%s: HTTP %d %q: %v", method, resp.StatusCode, b, err)
+	}
+	return m
+}
+
+// Over streamable HTTP with --tokens-file: a task is its user's alone. To
+// another user its id is as unknown as one never made, and it is not in
+// their tasks/list; its record is in its user's state folder.
+func TestTasksHTTPUsers(t *testing.T) {
+	t.Parallel()
+	const aliceToken, bobToken = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("alice "+aliceToken+"\nbob "+bobToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := startHTTPServer(t, "--tokens-file", tokens, "--state-dir", filepath.Join(dir, "state"), "--pool-size", "0")
+	alice := newHTTPTasksClient(t, url, aliceToken)
+	bob := newHTTPTasksClient(t, url, bobToken)
+
+	code := "import time\nfor i in range(4):\n    print('step', i, flush=True)\n    time.sleep(0.5)"
+	created := alice.post("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "a", "code": code}, "task": map[string]any{}})
+	task, _ := created["result"].(map[string]any)["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if len(id) != 32 {
+		t.Fatalf("tools/call: %v", created)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "users", "alice", "tasks", id+".json")); err != nil {
+		t.Errorf("alice's task record: %v", err)
+	}
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		other := bob.post(method, map[string]any{"taskId": id})
+		unknown := bob.post(method, map[string]any{"taskId": "0123456789abcdef0123456789abcdef"})
+		if fmt.Sprint(other["error"]) != fmt.Sprint(unknown["error"]) || !strings.Contains(fmt.Sprint(other["error"]), "-32602") {
+			t.Errorf("bob's %s of alice's task: %v; of an unknown one: %v", method, other, unknown)
+		}
+	}
+	if list := bob.post("tasks/list", map[string]any{}); strings.Contains(fmt.Sprint(list), id) {
+		t.Errorf("bob's tasks/list: %v", list)
+	}
+	if list := alice.post("tasks/list", map[string]any{}); !strings.Contains(fmt.Sprint(list), id) {
+		t.Errorf("alice's tasks/list: %v", list)
+	}
+	if res := alice.post("tools/call", map[string]any{"name": "list_sessions", "arguments": map[string]any{}, "task": map[string]any{}}); !strings.Contains(fmt.Sprint(res["error"]), "-32601") {
+		t.Errorf("a task asked of list_sessions: %v", res)
+	}
+	res := alice.post("tasks/result", map[string]any{"taskId": id})
+	if !strings.Contains(fmt.Sprint(res["result"]), "step 3") {
+		t.Errorf("tasks/result: %v", res)
+	}
+}
+
+// stdioTasks is a raw JSON-RPC client of protocol 2026-07-28 with the tasks
+// extension declared, over a server process's stdin and stdout.
+type stdioTasks struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+func startStdioTasks(t *testing.T, state string) *stdioTasks {
+	t.Helper()
+	cmd := exec.Command(binary, "--state-dir", state, "--pool-size", "0", "--task-wait", "1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &stdioTasks{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return c
+}
+
+func (c *stdioTasks) call(method string, params map[string]any) map[string]any {
+	c.t.Helper()
+	c.id++
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-stdio", "version": "1"},
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
+	if _, err := c.in.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		line, err := c.out.ReadBytes('\n')
+		if err != nil {
+			c.t.Fatalf("%s: %v", method, err)
+		}
+		var m map[string]any
+		if json.Unmarshal(line, &m) == nil && m["id"] == float64(c.id) {
+			return m
+		}
+	}
+}
+
+// A task's record is on disk before its id is returned, and its result
+// once its run ends: after the server is killed (no orderly stop), a new
+// server answers tasks/get for a task that had ended with its result, and
+// for one whose run was going with how it ended.
+func TestTasksSurviveAKill(t *testing.T) {
+	t.Parallel()
+	requireKernel(t)
+	state := t.TempDir()
+	c := startStdioTasks(t, state)
+	run := func(code string) map[string]any {
+		return c.call("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "k", "code": code}})["result"].(map[string]any)
+	}
+	run("None")
+	ended := run("import time\ntime.sleep(1.5)\nprint('ended before the kill')")
+	endedID, _ := ended["taskId"].(string)
+	going := run("import time\nwhile True: time.sleep(0.1)")
+	goingID, _ := going["taskId"].(string)
+	if len(endedID) != 32 || len(goingID) != 32 {
+		t.Fatalf("tools/call: %v / %v", ended, going)
+	}
+	// The first ends (its end recorded), the second runs.
+	deadline := time.Now().Add(90 * time.Second)
+	for _, w := range []struct{ id, want string }{{endedID, "completed"}, {goingID, "is running"}} {
+		for {
+			task := c.call("tasks/get", map[string]any{"taskId": w.id})["result"].(map[string]any)
+			if task["status"] == w.want || strings.Contains(fmt.Sprint(task["statusMessage"]), w.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s is not %s: %v", w.id, w.want, task)
+			}
+			<-time.After(200 * time.Millisecond)
+		}
+	}
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+
+	c2 := startStdioTasks(t, state)
+	got := c2.call("tasks/get", map[string]any{"taskId": endedID})["result"].(map[string]any)
+	if got["status"] != "completed" || !strings.Contains(fmt.Sprint(got["result"]), "ended before the kill") {
+		t.Errorf("the task that had ended: %v", got)
+	}
+	got = c2.call("tasks/get", map[string]any{"taskId": goingID})["result"].(map[string]any)
+	if got["status"] != "failed" || !strings.Contains(fmt.Sprint(got["statusMessage"]), "server restarted") {
+		t.Errorf("the task whose run was going: %v", got)
+	}
+}
