@@ -93,6 +93,10 @@ function textOf(result) {
 // for the tools that return something else.
 export function firstCell(result, args) {
   const sc = result.structuredContent || {};
+  // A call that became an MCP task: the host may hand the view the task's
+  // handle, whose _meta names the run it follows; the view follows that
+  // run as any other.
+  const task = (result._meta && result._meta["kernel-mcp/run"]) || null;
   const outputs = [];
   const isRun = typeof sc.stdout === "string" || typeof sc.output === "string";
   if (isRun) {
@@ -111,14 +115,15 @@ export function firstCell(result, args) {
     if (b.type === "image" && b.data) outputs.push({ output_type: "display_data", data: { [b.mimeType || "image/png"]: b.data } });
   }
   return {
-    session_id: sc.session_id || args.session_id || "",
-    run_id: sc.run_id || "",
+    session_id: sc.session_id || (task && task.session_id) || args.session_id || "",
+    run_id: sc.run_id || (task && task.run_id) || "",
     index: -1,
     code: typeof args.code === "string" ? args.code : "",
     cell_type: "code",
     language: "python",
     execution_count: sc.execution_count || 0,
-    status: sc.status || (result.isError ? "error" : "ok"),
+    status: sc.status || (task && task.run_id ? "running" : result.isError ? "error" : "ok"),
+    task: !!task,
     elapsed_ms: sc.elapsed_ms || 0,
     outputs,
     prompt: sc.prompt || "",

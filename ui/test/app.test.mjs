@@ -180,3 +180,25 @@ test("an interrupt button calls interrupt_session for the session", async () => 
     h.close();
   }
 });
+
+test("a call that became an MCP task is followed through the run its handle names", async () => {
+  const calls = [];
+  const h = await host((p) => {
+    calls.push(p);
+    return {
+      content: [{ type: "text", text: "run r9 in session s: ok" }],
+      structuredContent: { cells: [{ session_id: "s", run_id: "r9", index: 0, code: "slow()", language: "python", execution_count: 1, status: "ok", outputs: [{ output_type: "stream", name: "stdout", text: "finished\n" }] }], cursor: 1, done: true },
+    };
+  });
+  try {
+    await h.bridge.sendToolInput({ arguments: { code: "slow()", session_id: "s" } });
+    await h.bridge.sendToolResult({ content: [], resultType: "task", taskId: "t1", status: "working", _meta: { "kernel-mcp/run": { session_id: "s", run_id: "r9" } } });
+    await until("the run's final cell", () => /finished/.test(h.doc.querySelector('.cell[data-status="ok"] .cell-outputs')?.textContent || ""));
+    const view = calls.find((c) => c.name === "view_run");
+    assert.ok(view, "the view never called view_run");
+    assert.equal(view.arguments.run_id, "r9");
+    assert.equal(view.arguments.session_id, "s");
+  } finally {
+    h.close();
+  }
+});
