@@ -475,24 +475,17 @@ func TestBrowserWebView(t *testing.T) {
 			if err := <-streamed; err != nil {
 				return map[string]any{"error": err.Error()}
 			}
-		case "client-code":
-			// The assistant runs code in a session and reads what it printed.
+		case "client-code", "client-value":
+			// The assistant runs code in a session and reads what it
+			// printed, or reads a value with get_value.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			sid, _ := msg["session"].(string)
-			code, _ := msg["code"].(string)
-			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": sid, "code": code}})
-			if err != nil {
-				return map[string]any{"error": err.Error()}
+			tool, args := "run_code", map[string]any{"session_id": sid, "code": msg["code"]}
+			if name == "client-value" {
+				tool, args = "get_value", map[string]any{"session_id": sid, "expression": msg["expression"]}
 			}
-			return map[string]any{"text": text(res), "isError": res.IsError}
-		case "client-value":
-			// The assistant reads a value with get_value.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			sid, _ := msg["session"].(string)
-			expr, _ := msg["expression"].(string)
-			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_value", Arguments: map[string]any{"session_id": sid, "expression": expr}})
+			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 			if err != nil {
 				return map[string]any{"error": err.Error()}
 			}

@@ -74,11 +74,7 @@ func (s *Server) serveBrowserSignIn(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusServiceUnavailable, "Too many sign-ins in progress", "Try again in a few minutes.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: signInCookie(state), Value: binding, Path: s.cookiePath(),
-		MaxAge: int(authRequestLifetime / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
-	})
-	http.Redirect(w, r, s.cfg.Login.AuthCodeURL(state, verifier), http.StatusFound)
+	s.toUpstream(w, r, state, binding, state, verifier)
 }
 
 // finishBrowserSignIn is the upstream provider's answer to a browser

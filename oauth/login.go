@@ -84,6 +84,14 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusBadRequest, "This sign-in is unknown, expired or already under way", "Start again from your MCP client.")
 		return
 	}
+	s.toUpstream(w, r, id, binding, state, verifier)
+}
+
+// toUpstream binds a sign-in to this browser (a cookie named for id
+// holding binding, as long as a sign-in may take) and sends the browser
+// to the upstream provider's login with state and the PKCE verifier's
+// challenge.
+func (s *Server) toUpstream(w http.ResponseWriter, r *http.Request, id, binding, state, verifier string) {
 	http.SetCookie(w, &http.Cookie{
 		Name: signInCookie(id), Value: binding, Path: s.cookiePath(),
 		MaxAge: int(authRequestLifetime / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
