@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -109,7 +110,16 @@ type Store struct {
 
 	mu   sync.Mutex
 	recs map[string]*Record
+	// swept is when sweepLocked last ran.
+	swept time.Time
 }
+
+const (
+	// sweepEvery is how often Create sweeps expired records at most.
+	sweepEvery = time.Minute
+	// tombstoneKeep is how long at least an expired task's id is kept.
+	tombstoneKeep = 24 * time.Hour
+)
 
 // RestartMessage is the message of a task whose run the server's stop cut
 // short. A server that stops in order records what the run printed in the
@@ -167,6 +177,7 @@ func Open(dir string, ttl time.Duration, now func() time.Time) (*Store, error) {
 		}
 		s.recs[id] = &r
 	}
+	s.sweepLocked()
 	return s, nil
 }
 
@@ -192,6 +203,9 @@ func (s *Store) Create(rec Record) (Record, error) {
 	rec.TTL = s.ttl
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if rec.Created.Sub(s.swept) >= sweepEvery {
+		s.sweepLocked()
+	}
 	if err := s.write(&rec); err != nil {
 		return Record{}, err
 	}
@@ -232,6 +246,30 @@ func (s *Store) getLocked(id string) (*Record, error) {
 func (s *Store) forgetLocked(r *Record) {
 	*r = Record{ID: r.ID, Created: r.Created, Expired: true, Updated: s.now().UTC()}
 	s.write(r) // best effort: a failed write only forgets it again after a restart
+}
+
+// sweepLocked forgets every record past its expiry, whether or not anyone
+// asks for it again (its result leaves the disk), and drops the ids of
+// records forgotten tombstoneKeep (or a TTL, if longer) ago: an expired
+// task says so for that long, then it is unknown. Open and Create (at most once per sweepEvery) call
+// it, so the store needs no goroutine of its own.
+func (s *Store) sweepLocked() {
+	now := s.now()
+	s.swept = now
+	for id, r := range s.recs {
+		if !r.Expired {
+			s.getLocked(id) // forgets r if it is past its expiry
+			continue
+		}
+		if !now.Before(r.Updated.Add(max(s.ttl, tombstoneKeep))) {
+			if s.dir != "" {
+				if err := os.Remove(filepath.Join(s.dir, id+".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					continue // kept, and tried again at the next sweep
+				}
+			}
+			delete(s.recs, id)
+		}
+	}
 }
 
 // List returns the live records (not expired), oldest first.

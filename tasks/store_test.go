@@ -148,3 +148,67 @@ func TestInMemory(t *testing.T) {
 		t.Fatal(got, err)
 	}
 }
+
+// Records nobody asks for again are still forgotten past their expiry (their
+// result leaves the disk), and their ids go a day (or a TTL, if longer)
+// later: the store does not grow with every task ever made.
+func TestSweepForgetsUnaskedRecords(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)}
+	st, err := Open(dir, time.Hour, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := st.Create(Record{Session: "s", Run: "r1"})
+	if _, err := st.Finish(old.ID, Completed, json.RawMessage(`{"content":[{"type":"text","text":"secret"}]}`), nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, old.ID+".json")
+
+	// Past its expiry, a task made by someone else sweeps it: only its id
+	// is left on disk, and asking for it says it expired.
+	c.add(time.Hour + time.Second)
+	if _, err := st.Create(Record{Session: "s", Run: "r2"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil || strings.Contains(string(b), "secret") || !strings.Contains(string(b), `"expired":true`) {
+		t.Fatalf("after the sweep the file holds %s (%v); want the id alone, marked expired", b, err)
+	}
+	if _, err := st.Get(old.ID); !errors.Is(err, ErrExpired) {
+		t.Fatalf("Get after expiry: %v, want ErrExpired", err)
+	}
+
+	// A sweep runs at most once a minute: a Create within it leaves the
+	// tombstone even past its day...
+	c.add(24*time.Hour - 30*time.Second)
+	st.Create(Record{Session: "s", Run: "r3"})
+	c.add(40 * time.Second)
+	st.Create(Record{Session: "s", Run: "r4"})
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("tombstone gone before a sweep was due: %v", err)
+	}
+	// ...and the next sweep (here, a restart) drops it: the id is unknown.
+	c.add(time.Minute)
+	st2, err := Open(dir, time.Hour, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("tombstone still on disk a day after expiry: %v", err)
+	}
+	if _, err := st2.Get(old.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get a day after expiry: %v, want ErrNotFound", err)
+	}
+	if n := len(st2.List()); n != 3 {
+		t.Fatalf("%d live tasks after the sweeps, want 3 (r2, r3, r4)", n)
+	}
+	// r3, ended by the restart, is swept past its TTL without a Get.
+	c.add(time.Hour + time.Second)
+	st2.Create(Record{Session: "s", Run: "r5"})
+	for _, r := range st2.recs {
+		if r.Run == "r3" {
+			t.Fatalf("r3 kept past its TTL: %+v", *r)
+		}
+	}
+}
