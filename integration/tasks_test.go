@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,9 +46,27 @@ func TestTasksRustClient(t *testing.T) {
 	t.Parallel()
 	requireKernel(t)
 	client := requireTool(t, "tasks-rmcp/target/release/tasks-rmcp", "run `make tasks-rmcp` (needs cargo)")
+	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
+		checkRustTasks(t, client, binary, "--state-dir", t.TempDir(), "--pool-size", "0")
+	})
+	// Over streamable HTTP, where protocol 2026-07-28 has no HTTP session:
+	// rmcp names the task in the Mcp-Name header of tasks/get, tasks/update
+	// and tasks/cancel, which the server checks.
+	t.Run("http", func(t *testing.T) {
+		t.Parallel()
+		const token = "rust-token-0123456789abcdef"
+		url := startHTTPServer(t, "--token", token, "--pool-size", "0")
+		checkRustTasks(t, client, url, token)
+	})
+}
+
+// checkRustTasks runs the rmcp client with args and checks each step it
+// printed.
+func checkRustTasks(t *testing.T, client string, args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, client, binary, "--state-dir", t.TempDir(), "--pool-size", "0")
+	cmd := exec.CommandContext(ctx, client, args...)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -271,6 +290,73 @@ func (c *httpTasksClient) post(method string, params map[string]any) map[string]
 	return m
 }
 
+// sepHTTPClient is a raw client of protocol 2026-07-28 over streamable
+// HTTP: no handshake and no HTTP session; each request names its version in
+// the MCP-Protocol-Version header and in its _meta, with the tasks
+// extension declared unless plain is set.
+type sepHTTPClient struct {
+	t          *testing.T
+	url, token string
+	plain      bool
+}
+
+// post sends a request with the headers the binding asks for (Mcp-Name:
+// the task, for the tasks methods) and extra ones, which override them ("":
+// leave out). It returns the JSON-RPC response and the HTTP status.
+func (c *sepHTTPClient) post(method string, params map[string]any, extra map[string]string) (map[string]any, int) {
+	c.t.Helper()
+	caps := map[string]any{}
+	if !c.plain {
+		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-http-2026", "version": "1"},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest("POST", c.url, bytes.NewReader(body))
+	h := map[string]string{
+		"Content-Type":         "application/json",
+		"Accept":               "application/json, text/event-stream",
+		"Authorization":        "Bearer " + c.token,
+		"MCP-Protocol-Version": "2026-07-28",
+		"Mcp-Method":           method,
+	}
+	if id, ok := params["taskId"].(string); ok {
+		h["Mcp-Name"] = id
+	} else if name, ok := params["name"].(string); ok {
+		h["Mcp-Name"] = name
+	}
+	maps.Copy(h, extra)
+	for k, v := range h {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.t.Errorf("%s: a 2026-07-28 request got an HTTP session %q", method, id)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) {
+				b = []byte(data)
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("%s: HTTP %d %q: %v", method, resp.StatusCode, b, err)
+	}
+	return m, resp.StatusCode
+}
+
 // Over streamable HTTP with --tokens-file: a task is its user's alone. To
 // another user its id is as unknown as one never made, and it is not in
 // their tasks/list; its record is in its user's state folder.
@@ -282,7 +368,7 @@ func TestTasksHTTPUsers(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("alice "+aliceToken+"\nbob "+bobToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	url := startHTTPServer(t, "--tokens-file", tokens, "--state-dir", filepath.Join(dir, "state"), "--pool-size", "0")
+	url := startHTTPServer(t, "--tokens-file", tokens, "--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--task-wait", "1")
 	alice := newHTTPTasksClient(t, url, aliceToken)
 	bob := newHTTPTasksClient(t, url, bobToken)
 
@@ -315,6 +401,59 @@ func TestTasksHTTPUsers(t *testing.T) {
 	res := alice.post("tasks/result", map[string]any{"taskId": id})
 	if !strings.Contains(fmt.Sprint(res["result"]), "step 3") {
 		t.Errorf("tasks/result: %v", res)
+	}
+
+	// The same under protocol 2026-07-28 and SEP-2663, each request its own
+	// POST without an HTTP session.
+	alice26 := &sepHTTPClient{t: t, url: url, token: aliceToken}
+	bob26 := &sepHTTPClient{t: t, url: url, token: bobToken}
+	made, _ := alice26.post("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "a", "code": code}}, nil)
+	result, _ := made["result"].(map[string]any)
+	id, _ = result["taskId"].(string)
+	if result["resultType"] != "task" || len(id) != 32 {
+		t.Fatalf("tools/call under 2026-07-28: %v", made)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "users", "alice", "tasks", id+".json")); err != nil {
+		t.Errorf("alice's task record: %v", err)
+	}
+	for _, method := range []string{"tasks/get", "tasks/cancel"} {
+		other, _ := bob26.post(method, map[string]any{"taskId": id}, nil)
+		unknown, _ := bob26.post(method, map[string]any{"taskId": "0123456789abcdef0123456789abcdef"}, nil)
+		if fmt.Sprint(other["error"]) != fmt.Sprint(unknown["error"]) || !strings.Contains(fmt.Sprint(other["error"]), "-32602") {
+			t.Errorf("bob's %s of alice's task: %v; of an unknown one: %v", method, other, unknown)
+		}
+	}
+	// The binding's header: missing, or naming another task.
+	for _, name := range []string{"", "0123456789abcdef0123456789abcdef"} {
+		res, status := alice26.post("tasks/get", map[string]any{"taskId": id}, map[string]string{"Mcp-Name": name})
+		if status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(res["error"]), "-32020") {
+			t.Errorf("tasks/get with Mcp-Name %q: HTTP %d %v", name, status, res)
+		}
+	}
+	// Not in SEP-2663; and the extension undeclared.
+	for _, method := range []string{"tasks/list", "tasks/result"} {
+		if res, _ := alice26.post(method, map[string]any{"taskId": id}, nil); !strings.Contains(fmt.Sprint(res["error"]), "-32601") {
+			t.Errorf("%s under 2026-07-28: %v", method, res)
+		}
+	}
+	plain := &sepHTTPClient{t: t, url: url, token: aliceToken, plain: true}
+	if res, _ := plain.post("tasks/get", map[string]any{"taskId": id}, nil); !strings.Contains(fmt.Sprint(res["error"]), "-32021") {
+		t.Errorf("tasks/get without the extension declared: %v", res)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, _ := alice26.post("tasks/get", map[string]any{"taskId": id}, nil)
+		r, _ := got["result"].(map[string]any)
+		if r["status"] == "completed" {
+			if !strings.Contains(fmt.Sprint(r["result"]), "step 3") {
+				t.Errorf("the completed task's result: %v", r)
+			}
+			break
+		}
+		if r["status"] != "working" || time.Now().After(deadline) {
+			t.Fatalf("tasks/get under 2026-07-28: %v", got)
+		}
+		time.Sleep(200 * time.Millisecond) // the client's poll interval
 	}
 }
 

@@ -93,10 +93,22 @@ func mcpHTTPHandler(cfg config, srv *mcpserver.Server, logger *slog.Logger) http
 		// Calls of one session join its queue in the order their POSTs
 		// arrive; a client that vanished without a DELETE is forgotten
 		// after the idle timeout (its kernel sessions and runs stay).
-		mux.Handle(pathStreamable, srv.OrderedHTTP(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			Logger:         logger,
-			SessionTimeout: cfg.ClientIdleTimeout,
-		})))
+		// Protocol 2026-07-28 has no HTTP sessions, and go-sdk serves it
+		// only from a stateless handler: its requests, which name their
+		// version in a header, go to one.
+		mux.Handle(pathStreamable, srv.OrderedHTTP(byProtocol(
+			mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+				Logger:         logger,
+				SessionTimeout: cfg.ClientIdleTimeout,
+			}),
+			mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+				Logger:    logger,
+				Stateless: true,
+				// A client that hangs up mid-call does not cancel it: its
+				// run goes on, as over a stateful session, and
+				// interrupt_session or tasks/cancel stop it.
+			}),
+		)))
 	}
 	// Browsers may not POST to us from another origin: a web page the user
 	// visits must not be able to drive a kernel. Non-browser clients send no
@@ -107,6 +119,23 @@ func mcpHTTPHandler(cfg config, srv *mcpserver.Server, logger *slog.Logger) http
 		http.Error(w, "403 forbidden: cross-origin request", http.StatusForbidden)
 	}))
 	return cop.Handler(mux)
+}
+
+// statelessProtocol is the first MCP protocol version without HTTP
+// sessions (SEP-2575).
+const statelessProtocol = "2026-07-28"
+
+// byProtocol sends requests that name protocol 2026-07-28 or later in their
+// MCP-Protocol-Version header to stateless, the rest (the initialize
+// handshake and the sessions of earlier versions) to stateful.
+func byProtocol(stateful, stateless http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("MCP-Protocol-Version"); v >= statelessProtocol && r.Header.Get("Mcp-Session-Id") == "" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }
 
 // endpointURL is the URL a client connects to on listener address addr.

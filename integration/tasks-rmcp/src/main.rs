@@ -1,10 +1,12 @@
 //! A client no one at kernel-mcp wrote: the Rust MCP SDK (rmcp), speaking
 //! protocol 2026-07-28 with the tasks extension (SEP-2663) declared. It
-//! starts the server given on its command line over stdio and plays the
-//! scenarios of integration/tasks_test.go, printing one JSON line per step
-//! for the test to check:
+//! starts the server given on its command line over stdio, or connects to
+//! one over streamable HTTP, and plays the scenarios of
+//! integration/tasks_test.go, printing one JSON line per step for the test
+//! to check:
 //!
 //!   tasks-rmcp /path/to/kernel-mcp [server flags...]
+//!   tasks-rmcp http://127.0.0.1:PORT/mcp [bearer token]
 //!
 //! Steps: discover (the server's extensions), short (a short call returns
 //! its result directly), long (a 20 s loop becomes a task, polled to its
@@ -18,7 +20,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use rmcp::{
     model::*,
     service::{ClientLifecycleMode, ClientServiceExt, RunningService},
-    transport::{ConfigureCommandExt, TokioChildProcess},
+    transport::{
+        streamable_http_client::StreamableHttpClientTransportConfig, ConfigureCommandExt, StreamableHttpClientTransport,
+        TokioChildProcess,
+    },
     RoleClient,
 };
 use serde_json::{json, Value};
@@ -88,21 +93,28 @@ fn payload(t: &DetailedTask) -> Value {
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut argv = std::env::args().skip(1);
-    let server = argv.next().ok_or_else(|| anyhow!("usage: tasks-rmcp SERVER [FLAGS...]"))?;
+    let server = argv.next().ok_or_else(|| anyhow!("usage: tasks-rmcp SERVER [FLAGS...] | tasks-rmcp URL [TOKEN]"))?;
     let flags: Vec<String> = argv.collect();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(&server).configure(|cmd| {
-        cmd.args(&flags);
-    }))?;
     // Declaring the extension: an empty object under its id.
     let mut caps = ClientCapabilities::default();
     let mut extensions = ExtensionCapabilities::new();
     extensions.insert(TASKS_EXTENSION_ID.to_string(), JsonObject::new());
     caps.extensions = Some(extensions);
     let config = ClientConfig::new(caps, Implementation::new("tasks-rmcp", "0.1.0"));
-    let client: Client = config
-        .serve_with_lifecycle(transport, ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] })
-        .await
-        .context("server/discover")?;
+    let mode = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let client: Client = if server.starts_with("http://") || server.starts_with("https://") {
+        let mut http = StreamableHttpClientTransportConfig::with_uri(server.as_str());
+        if let Some(token) = flags.first() {
+            http = http.auth_header(token.as_str());
+        }
+        config.serve_with_lifecycle(StreamableHttpClientTransport::from_config(http), mode).await
+    } else {
+        let transport = TokioChildProcess::new(tokio::process::Command::new(&server).configure(|cmd| {
+            cmd.args(&flags);
+        }))?;
+        config.serve_with_lifecycle(transport, mode).await
+    }
+    .context("server/discover")?;
     let info = client.peer_info().ok_or_else(|| anyhow!("no server info"))?;
     say("discover", json!({"protocol": info.protocol_version.to_string(), "extensions": info.capabilities.extensions}));
 
