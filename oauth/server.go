@@ -73,11 +73,19 @@ type Config struct {
 	// return to after PathBrowserSignIn (the web view's /ui/); "" offers
 	// no browser sessions.
 	BrowserHome string
-	// HTTPClient fetches Client ID Metadata Documents; nil: a default one.
+	// HTTPClient lends its TLS settings (the certificates trusted) to the
+	// fetches of Client ID Metadata Documents; nil: the system's. Its
+	// transport is not used: those fetches dial public addresses only
+	// (metadatadoc.go).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	// Now is the clock, for tests; nil: time.Now.
 	Now func() time.Time
+
+	// For tests: how metadata document hosts are resolved (nil: the
+	// system's resolver), and how long a fetch may take (0: the default).
+	lookupHost   lookupFunc
+	fetchTimeout time.Duration
 }
 
 // Server is the authorization server and the resource side's token check.
@@ -153,7 +161,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, issuer: iss, logger: cfg.Logger, secure: iss.Scheme == "https", cache: map[string]cachedToken{},
 		browserSignIns: map[string]*browserSignIn{}, browserSessions: map[string]browserSession{}}
-	hc := metadataClient(cfg.HTTPClient)
+	// A server on loopback is one for this machine (a test, a developer):
+	// its clients' documents may be there too.
+	fetcher := newMetadataFetcher(cfg.HTTPClient, loopbackHost(iss.Hostname()), cfg.lookupHost, cfg.fetchTimeout)
 	s.store = &storage{
 		dir:        cfg.StateDir,
 		resource:   cfg.Resource,
@@ -161,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 		refreshTTL: cfg.RefreshTokenLifetime,
 		now:        cfg.Now,
 		loginURL:   func(id string) string { return cfg.Issuer + PathLogin + "?id=" + url.QueryEscape(id) },
-		fetchCIMD:  func(ctx context.Context, id string) (*client, error) { return fetchMetadataDocument(ctx, hc, id) },
+		fetchCIMD:  fetcher.fetch,
 		st:         st,
 		requests:   map[string]*authRequest{},
 		codes:      map[string]string{},
@@ -396,8 +406,11 @@ func (a authorizer) ValidateAuthRequest(ctx context.Context, req *oidc.AuthReque
 	}
 	c, err := storage.GetClientByClientID(ctx, req.ClientID)
 	if err != nil {
-		// Never redirect to a URI of a client that is unknown.
-		return "", oidc.ErrInvalidRequestRedirectURI().WithDescription("unknown client: %v", err)
+		// Never redirect to a URI of a client that is unknown: op answers
+		// this error with a 400 page that shows its description only.
+		e := oidc.ErrInvalidRequestRedirectURI().WithDescription("invalid_client: %v", err)
+		e.ErrorType = oidc.InvalidClient
+		return "", e
 	}
 	sub, err := op.ValidateAuthRequestClient(ctx, req, c, verifier)
 	if err != nil {

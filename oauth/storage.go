@@ -113,8 +113,12 @@ type cachedClient struct {
 	fetched time.Time
 }
 
-// cimdCacheTTL is how long a fetched metadata document is trusted.
-const cimdCacheTTL = 5 * time.Minute
+// cimdCacheTTL is how long a fetched metadata document is trusted, and
+// maxCachedCIMD how many are kept.
+const (
+	cimdCacheTTL  = 5 * time.Minute
+	maxCachedCIMD = 10000
+)
 
 var _ op.Storage = (*storage)(nil)
 
@@ -508,7 +512,11 @@ func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client
 			delete(s.cimd, k)
 		}
 	}
-	s.cimd[id] = cachedClient{c: c, fetched: s.now()}
+	// Anyone can name a document: past the bound, one is fetched each time
+	// rather than kept.
+	if len(s.cimd) < maxCachedCIMD {
+		s.cimd[id] = cachedClient{c: c, fetched: s.now()}
+	}
 	return c, nil
 }
 
