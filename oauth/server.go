@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,8 @@ type Server struct {
 	cacheMu sync.Mutex
 	cache   map[string]cachedToken
 
+	registrations *rateLimiter
+
 	// Browser sessions (browser.go), guarded by store.mu.
 	browserSignIns  map[string]*browserSignIn // by upstream state
 	browserSessions map[string]browserSession // by digest of the cookie
@@ -160,6 +163,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, issuer: iss, logger: cfg.Logger, secure: iss.Scheme == "https", cache: map[string]cachedToken{},
+		registrations:  newRateLimiter(),
 		browserSignIns: map[string]*browserSignIn{}, browserSessions: map[string]browserSession{}}
 	// A server on loopback is one for this machine (a test, a developer):
 	// its clients' documents may be there too.
@@ -443,6 +447,14 @@ func (s *Server) serveAuthorizeCallback(w http.ResponseWriter, r *http.Request) 
 // is public and gets no secret.
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if ok, after := s.registrations.allow(r.RemoteAddr, s.cfg.Now()); !ok {
+		secs := max(1, int((after+time.Second-1)/time.Second))
+		s.logger.Warn("oauth: client registration refused: too many", "remote", r.RemoteAddr, "retry_after_s", secs)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		oauthError(w, http.StatusTooManyRequests, "temporarily_unavailable",
+			fmt.Sprintf("too many client registrations from this address or in all: try again in %d s (a client registers once and keeps its client_id)", secs))
+		return
+	}
 	var m clientMetadata
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxMetadataDocument))
 	if err := dec.Decode(&m); err != nil {
@@ -464,7 +476,11 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.store.registerClient(c); err != nil {
 		s.logger.Warn("oauth: client registration failed", "error", err)
-		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", err.Error())
+		status := http.StatusInternalServerError
+		if errors.Is(err, errClientsFull) {
+			status = http.StatusServiceUnavailable
+		}
+		oauthError(w, status, "temporarily_unavailable", err.Error())
 		return
 	}
 	s.logger.Info("oauth: client registered", "client_id", c.ID, "client_name", c.Name, "redirect_uris", c.Redirects)

@@ -520,6 +520,9 @@ func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client
 	return c, nil
 }
 
+// errClientsFull refuses a registration when no client can make room.
+var errClientsFull = errors.New("no room for another client")
+
 // registerClient keeps a client registered by DCR and gives it an id.
 // Registration is open to anyone, so when the store is full the oldest
 // client that never got a grant makes room; only when every client has
@@ -543,7 +546,7 @@ func (s *storage) registerClient(c *client) error {
 			}
 		}
 		if oldest == nil {
-			return errors.New("too many registered clients")
+			return fmt.Errorf("%w: this server keeps at most %d registered clients, and every one of them holds a sign-in; one is forgotten when its sign-in expires or is revoked", errClientsFull, limit)
 		}
 		delete(s.st.Clients, oldest.ID)
 	}
