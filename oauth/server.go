@@ -104,9 +104,9 @@ type Server struct {
 
 	registrations *rateLimiter
 
-	// Browser sessions (browser.go), guarded by store.mu.
-	browserSignIns  map[string]*browserSignIn // by upstream state
-	browserSessions map[string]browserSession // by digest of the cookie
+	// Browser sign-ins in progress (browser.go), guarded by store.mu; the
+	// sessions they end in are in the state.
+	browserSignIns map[string]*browserSignIn // by upstream state
 }
 
 // cachedToken is a verified access token, kept until it expires so that a
@@ -164,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, issuer: iss, logger: cfg.Logger, secure: iss.Scheme == "https", cache: map[string]cachedToken{},
 		registrations:  newRateLimiter(),
-		browserSignIns: map[string]*browserSignIn{}, browserSessions: map[string]browserSession{}}
+		browserSignIns: map[string]*browserSignIn{}}
 	// A server on loopback is one for this machine (a test, a developer):
 	// its clients' documents may be there too.
 	fetcher := newMetadataFetcher(cfg.HTTPClient, loopbackHost(iss.Hostname()), cfg.lookupHost, cfg.fetchTimeout)
