@@ -176,6 +176,7 @@ func New(cfg Config) (*Server, error) {
 		now:        cfg.Now,
 		loginURL:   func(id string) string { return cfg.Issuer + PathLogin + "?id=" + url.QueryEscape(id) },
 		fetchCIMD:  fetcher.fetch,
+		logger:     cfg.Logger,
 		st:         st,
 		requests:   map[string]*authRequest{},
 		codes:      map[string]string{},

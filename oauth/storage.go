@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -99,6 +100,7 @@ type storage struct {
 	loginURL   func(id string) string
 	fetchCIMD  func(ctx context.Context, id string) (*client, error)
 	maxClients int // 0: maxDCRClients
+	logger     *slog.Logger
 
 	mu       sync.Mutex
 	st       *persisted
@@ -340,7 +342,9 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 			return "", "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("refresh token revoked")
 		}
 		if rt.Used {
-			// Two refreshes raced with one token, or it was replayed.
+			// Two refreshes raced with one token, a client retried one
+			// whose answer it lost, or it was replayed: which, the server
+			// cannot tell, and there is no grace window (docs/teams.md).
 			s.revokeGrantLocked(g, "refresh token reused")
 			if err := s.saveLocked(); err != nil {
 				return "", "", time.Time{}, err
@@ -383,6 +387,9 @@ func (s *storage) TokenRequestByRefreshToken(ctx context.Context, token string) 
 }
 
 func (s *storage) revokeGrantLocked(g *grant, why string) {
+	if !g.Revoked && s.logger != nil {
+		s.logger.Warn("oauth: grant revoked", "user", g.Subject, "client_id", g.ClientID, "why", why)
+	}
 	g.Revoked = true
 	g.RevokedBy = why
 }
