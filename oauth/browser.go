@@ -31,10 +31,14 @@ type browserSignIn struct {
 	created  time.Time
 }
 
-// browserSession is a signed-in browser.
+// browserSession is a signed-in browser, kept in the state file so that
+// a restart does not sign it out. Its groups are those of the sign-in:
+// the session is checked against the allowed users and groups of the
+// server as it runs now, not as it ran then.
 type browserSession struct {
-	user    string
-	expires time.Time
+	User    string    `json:"user"`
+	Groups  []string  `json:"groups,omitempty"`
+	Expires time.Time `json:"expires"`
 }
 
 // localNext accepts a path below home to send the browser back to, and
@@ -111,18 +115,25 @@ func (s *Server) finishBrowserSignIn(w http.ResponseWriter, r *http.Request, sta
 	id := rand.Text() + rand.Text()
 	s.store.mu.Lock()
 	now := s.store.now()
-	for k, bs := range s.browserSessions {
-		if now.After(bs.expires) {
-			delete(s.browserSessions, k)
+	sessions := s.store.st.BrowserSessions
+	for k, bs := range sessions {
+		if now.After(bs.Expires) {
+			delete(sessions, k)
 		}
 	}
-	full := len(s.browserSessions) >= maxBrowserSessions
+	full := len(sessions) >= maxBrowserSessions
 	if !full {
-		s.browserSessions[tokenDigest(id)] = browserSession{user: ident.Name, expires: now.Add(browserSessionLife)}
+		sessions[tokenDigest(id)] = &browserSession{User: ident.Name, Groups: ident.Groups, Expires: now.Add(browserSessionLife)}
+		err = s.store.saveLocked()
 	}
 	s.store.mu.Unlock()
 	if full {
 		s.page(w, http.StatusServiceUnavailable, "Too many people signed in", "Try again later.")
+		return true
+	}
+	if err != nil {
+		s.logger.Error("oauth: browser session not saved", "error", err)
+		s.page(w, http.StatusInternalServerError, "The sign-in could not be saved", err.Error())
 		return true
 	}
 	s.logger.Info("oauth: browser signed in", "user", ident.Name)
@@ -145,12 +156,17 @@ func (s *Server) BrowserUser(r *http.Request) string {
 		return ""
 	}
 	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	bs, ok := s.browserSessions[tokenDigest(c.Value)]
-	if !ok || s.store.now().After(bs.expires) {
+	bs, ok := s.store.st.BrowserSessions[tokenDigest(c.Value)]
+	if !ok || s.store.now().After(bs.Expires) {
+		s.store.mu.Unlock()
 		return ""
 	}
-	return bs.user
+	ident := Identity{Name: bs.User, Groups: bs.Groups}
+	s.store.mu.Unlock()
+	if !s.allowed(ident) {
+		return ""
+	}
+	return ident.Name
 }
 
 // BrowserSignInURL is where to send a browser that has no session, to come

@@ -3,8 +3,11 @@ package oauth
 import (
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // openSignedIn opens path in b, signs in at the provider's form as user,
@@ -57,5 +60,53 @@ func TestBrowserSession(t *testing.T) {
 	b3 := newBrowser(t, "http://127.0.0.1:1/never")
 	if p := b3.post(p.url.Scheme+"://"+p.url.Host+"/login", f); p.status != http.StatusBadRequest {
 		t.Errorf("callback in another browser: %d %q", p.status, p.body)
+	}
+}
+
+// TestBrowserSessionSurvivesRestart: the session is in the state file
+// (as a digest: the file holds no usable cookie), so a restart does not
+// sign the browser out; a restart with a narrower allowed list does.
+func TestBrowserSessionSurvivesRestart(t *testing.T) {
+	e := newEnv(t, nil)
+	b := newBrowser(t, "http://127.0.0.1:1/never")
+	if p := openSignedIn(b, e, "/ui/", "bob", "bob-pw"); p.body != "page for bob" {
+		t.Fatalf("sign-in: %d %q", p.status, p.body)
+	}
+	e.start() // a new Server over the same state folder
+	if p := b.get(e.srv.URL + "/ui/"); p.status != http.StatusOK || p.body != "page for bob" {
+		t.Errorf("after a restart: %d %q, want bob's page without a sign-in", p.status, p.body)
+	}
+	u, _ := url.Parse(e.srv.URL)
+	var cookie string
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == browserCookie {
+			cookie = c.Value
+		}
+	}
+	state, err := readFile(filepath.Join(e.cfg.StateDir, stateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cookie == "" || strings.Contains(state, cookie) || !strings.Contains(state, tokenDigest(cookie)) {
+		t.Errorf("the state file should hold the session's digest, not its cookie")
+	}
+	if runtime.GOOS != "windows" {
+		if mode := fileMode(t, filepath.Join(e.cfg.StateDir, stateFile)); mode != 0o600 {
+			t.Errorf("state file mode %04o, want 0600", mode)
+		}
+	}
+	// bob (group students) is no longer allowed after this restart.
+	e.cfg.AllowedGroups = []string{"staff"}
+	e.start()
+	if p := b.get(e.srv.URL + "/ui/"); p.body == "page for bob" {
+		t.Errorf("a session of a user no longer allowed still works: %d %q", p.status, p.body)
+	}
+	// Expired sessions leave the file.
+	e.as.store.mu.Lock()
+	e.as.store.st.prune(time.Now().Add(browserSessionLife + time.Minute))
+	n := len(e.as.store.st.BrowserSessions)
+	e.as.store.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d browser sessions kept past their expiry", n)
 	}
 }

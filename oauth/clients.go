@@ -1,18 +1,12 @@
 package oauth
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -227,119 +221,4 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
-}
-
-// isMetadataDocumentID reports whether a client id is a Client ID Metadata
-// Document's URL rather than an id this server gave out.
-func isMetadataDocumentID(id string) bool {
-	return strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")
-}
-
-// checkMetadataDocumentURL accepts a client id URL: https with a path, or
-// plain http to a loopback address (a client on this machine), never with
-// credentials, a fragment, or dot segments.
-func checkMetadataDocumentURL(id string) (*url.URL, error) {
-	u, err := url.Parse(id)
-	if err != nil {
-		return nil, fmt.Errorf("client id %q is not a URL", id)
-	}
-	switch {
-	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
-		return nil, fmt.Errorf("client id %q: a client metadata document must be served over https (plain http only from this machine's loopback address)", id)
-	case u.Scheme != "https" && u.Scheme != "http":
-		return nil, fmt.Errorf("client id %q: a client metadata document must be served over https", id)
-	case u.User != nil, u.Fragment != "", u.Host == "":
-		return nil, fmt.Errorf("client id %q: a client metadata document URL may hold no credentials or fragment and must name a host", id)
-	case u.Path == "" || u.Path == "/":
-		return nil, fmt.Errorf("client id %q: a client metadata document URL must have a path", id)
-	case slices.Contains(strings.Split(u.Path, "/"), ".."), slices.Contains(strings.Split(u.Path, "/"), "."):
-		return nil, fmt.Errorf("client id %q: a client metadata document URL may not hold . or .. segments", id)
-	}
-	return u, nil
-}
-
-// fetchMetadataDocument fetches and checks the Client ID Metadata Document
-// named by id: its client_id must be id itself.
-func fetchMetadataDocument(ctx context.Context, hc *http.Client, id string) (*client, error) {
-	if _, err := checkMetadataDocumentURL(id); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
-	if err != nil {
-		return nil, fmt.Errorf("client id %q: %v", id, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetching the client metadata document %s: %v", id, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching the client metadata document %s: %s", id, resp.Status)
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-		return nil, fmt.Errorf("client metadata document %s is %q, not JSON", id, mt)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataDocument+1))
-	if err != nil {
-		return nil, fmt.Errorf("fetching the client metadata document %s: %v", id, err)
-	}
-	if len(b) > maxMetadataDocument {
-		return nil, fmt.Errorf("client metadata document %s is over %d bytes", id, maxMetadataDocument)
-	}
-	var m clientMetadata
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("client metadata document %s: %v", id, err)
-	}
-	if m.ClientID != id {
-		return nil, fmt.Errorf("client metadata document %s names client_id %q, not its own URL", id, m.ClientID)
-	}
-	c, err := m.validate()
-	if err != nil {
-		return nil, fmt.Errorf("client metadata document %s: %v", id, err)
-	}
-	c.ID = id
-	c.Registered = registeredCIMD
-	return c, nil
-}
-
-// metadataClient is the HTTP client that fetches metadata documents: no
-// redirects (the document is at the client id, not elsewhere) and no
-// cookies.
-func metadataClient(base *http.Client) *http.Client {
-	c := &http.Client{Timeout: 10 * time.Second, Transport: metadataTransport()}
-	if base != nil {
-		c.Transport = base.Transport
-	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return c
-}
-
-// metadataTransport connects to no link-local, multicast or unspecified
-// address: anyone can name a client id URL, and a cloud's instance
-// metadata service lives at 169.254.169.254. The address is checked as
-// dialled, after DNS, so a name cannot lead there either.
-func metadataTransport() *http.Transport {
-	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
-		return checkMetadataAddress(address)
-	}}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = d.DialContext
-	return tr
-}
-
-// checkMetadataAddress refuses a host:port whose address is link-local,
-// multicast or unspecified.
-func checkMetadataAddress(address string) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return fmt.Errorf("refusing to fetch a client metadata document from %s: a link-local, multicast or unspecified address", host)
-	}
-	return nil
 }

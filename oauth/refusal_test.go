@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -355,13 +356,17 @@ func TestMetadataDocumentOverPlainHTTP(t *testing.T) {
 	if p.status != http.StatusBadRequest || p.back != nil || !strings.Contains(p.body, "https") {
 		t.Errorf("http client id: %d %q %v, want 400 naming https", p.status, p.body, p.back)
 	}
+	onLoopback, public := newMetadataFetcher(nil, true, nil, 0), newMetadataFetcher(nil, false, nil, 0)
 	for _, id := range []string{"https://clients.example/", "https://u:p@clients.example/a", "https://clients.example/a/../b", "ftp://clients.example/a"} {
-		if _, err := checkMetadataDocumentURL(id); err == nil {
+		if _, err := onLoopback.checkURL(id); err == nil {
 			t.Errorf("client id %q accepted", id)
 		}
 	}
-	if _, err := checkMetadataDocumentURL("http://127.0.0.1:9/client.json"); err != nil {
-		t.Errorf("loopback http client id refused: %v", err)
+	if _, err := onLoopback.checkURL("http://127.0.0.1:9/client.json"); err != nil {
+		t.Errorf("loopback http client id refused by a server on loopback: %v", err)
+	}
+	if _, err := public.checkURL("http://127.0.0.1:9/client.json"); err == nil {
+		t.Error("loopback http client id accepted by a server not on loopback")
 	}
 }
 
@@ -542,6 +547,12 @@ func TestRegistrationFull(t *testing.T) {
 	if !usedAfter || left != 1 {
 		t.Errorf("after 30 days: the client with a grant kept %v, %d clients left", usedAfter, left)
 	}
+	// Full of clients that all hold a sign-in: refused, and said so.
+	e.as.store.maxClients = 1
+	status, m := c.register(map[string]any{"redirect_uris": []string{clientRedirect}})
+	if desc, _ := m["error_description"].(string); status != http.StatusServiceUnavailable || !strings.Contains(desc, "at most 1 registered clients") {
+		t.Errorf("full of clients with sign-ins: %d %v", status, m)
+	}
 }
 
 func TestBearerErrorCodes(t *testing.T) {
@@ -564,22 +575,88 @@ func TestBearerErrorCodes(t *testing.T) {
 	}
 }
 
-// TestMetadataDocumentAddresses: the metadata document fetch dials no
-// link-local (a cloud's instance metadata), multicast or unspecified
-// address, whatever name led there.
-func TestMetadataDocumentAddresses(t *testing.T) {
-	for addr, ok := range map[string]bool{
-		"169.254.169.254:443": false, "[fe80::1]:443": false, "0.0.0.0:443": false, "[::]:443": false,
-		"224.0.0.1:443": false, "127.0.0.1:443": true, "[::1]:443": true, "93.184.216.34:443": true, "10.1.2.3:443": true,
-	} {
-		if err := checkMetadataAddress(addr); (err == nil) != ok {
-			t.Errorf("%s: %v, want allowed %v", addr, err, ok)
+// TestRegistrationRateLimit: registration is open to anyone, so it is
+// limited per remote address (an IPv6 one by its /64) and overall; past
+// a limit the answer is 429 with Retry-After, and nothing is stored.
+func TestRegistrationRateLimit(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	e := newEnv(t, func(c *Config) {
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	// The remote address as a proxy-less server sees it, set per request.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.RemoteAddr = r.Header.Get("X-Test-Remote")
+		e.as.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	register := func(remote string) (int, string, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+PathRegister, strings.NewReader(`{"redirect_uris":["`+clientRedirect+`"]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Test-Remote", remote)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, resp.Header.Get("Retry-After"), m
+	}
+	stored := func() int {
+		e.as.store.mu.Lock()
+		defer e.as.store.mu.Unlock()
+		return len(e.as.store.st.Clients)
+	}
+	fill := func(remote string, n int) {
+		t.Helper()
+		for i := range n {
+			if status, _, m := register(remote); status != http.StatusCreated {
+				t.Fatalf("registration %d from %s: %d %v", i+1, remote, status, m)
+			}
 		}
 	}
-	// The check is the dialer's, so it holds for the address a name
-	// resolves to as for a literal one.
-	_, err := fetchMetadataDocument(t.Context(), metadataClient(nil), "https://0.0.0.0:9/client.json")
-	if err == nil || !strings.Contains(err.Error(), "refusing") {
-		t.Errorf("fetching from 0.0.0.0: %v", err)
+	refused := func(remote, retryAfter string) {
+		t.Helper()
+		before := stored()
+		status, ra, m := register(remote)
+		desc, _ := m["error_description"].(string)
+		if status != http.StatusTooManyRequests || ra != retryAfter || m["error"] != "temporarily_unavailable" || !strings.Contains(desc, "try again in "+retryAfter+" s") {
+			t.Errorf("past the limit from %s: %d Retry-After %q %v, want 429 Retry-After %s", remote, status, ra, m, retryAfter)
+		}
+		if n := stored(); n != before {
+			t.Errorf("a refused registration was stored: %d clients, were %d", n, before)
+		}
 	}
+
+	fill("192.0.2.1:1000", registrationsPerAddressBurst)
+	refused("192.0.2.1:1001", "10")
+	// One IPv6 /64 is one address.
+	fill("[2001:db8::1]:1000", registrationsPerAddressBurst/2)
+	fill("[2001:db8::2]:1000", registrationsPerAddressBurst/2)
+	refused("[2001:db8::3]:1000", "10")
+	// The overall limit holds whatever the address.
+	fill("198.51.100.1:1000", registrationsBurst-2*registrationsPerAddressBurst)
+	refused("198.51.100.2:1000", "2")
+	if n := stored(); n != registrationsBurst {
+		t.Errorf("%d clients stored, want %d", n, registrationsBurst)
+	}
+	// The file holds what is stored, no more.
+	b, err := readFile(filepath.Join(e.cfg.StateDir, stateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b, `"registered": "dcr"`); n != registrationsBurst {
+		t.Errorf("%d clients in the state file, want %d", n, registrationsBurst)
+	}
+	// Tokens come back with time.
+	mu.Lock()
+	now = now.Add(registrationsPerAddressEvery)
+	mu.Unlock()
+	fill("192.0.2.1:1000", 1)
+	refused("192.0.2.1:1000", "10")
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,11 +74,19 @@ type Config struct {
 	// return to after PathBrowserSignIn (the web view's /ui/); "" offers
 	// no browser sessions.
 	BrowserHome string
-	// HTTPClient fetches Client ID Metadata Documents; nil: a default one.
+	// HTTPClient lends its TLS settings (the certificates trusted) to the
+	// fetches of Client ID Metadata Documents; nil: the system's. Its
+	// transport is not used: those fetches dial public addresses only
+	// (metadatadoc.go).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	// Now is the clock, for tests; nil: time.Now.
 	Now func() time.Time
+
+	// For tests: how metadata document hosts are resolved (nil: the
+	// system's resolver), and how long a fetch may take (0: the default).
+	lookupHost   lookupFunc
+	fetchTimeout time.Duration
 }
 
 // Server is the authorization server and the resource side's token check.
@@ -93,9 +102,11 @@ type Server struct {
 	cacheMu sync.Mutex
 	cache   map[string]cachedToken
 
-	// Browser sessions (browser.go), guarded by store.mu.
-	browserSignIns  map[string]*browserSignIn // by upstream state
-	browserSessions map[string]browserSession // by digest of the cookie
+	registrations *rateLimiter
+
+	// Browser sign-ins in progress (browser.go), guarded by store.mu; the
+	// sessions they end in are in the state.
+	browserSignIns map[string]*browserSignIn // by upstream state
 }
 
 // cachedToken is a verified access token, kept until it expires so that a
@@ -152,8 +163,11 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, issuer: iss, logger: cfg.Logger, secure: iss.Scheme == "https", cache: map[string]cachedToken{},
-		browserSignIns: map[string]*browserSignIn{}, browserSessions: map[string]browserSession{}}
-	hc := metadataClient(cfg.HTTPClient)
+		registrations:  newRateLimiter(),
+		browserSignIns: map[string]*browserSignIn{}}
+	// A server on loopback is one for this machine (a test, a developer):
+	// its clients' documents may be there too.
+	fetcher := newMetadataFetcher(cfg.HTTPClient, loopbackHost(iss.Hostname()), cfg.lookupHost, cfg.fetchTimeout)
 	s.store = &storage{
 		dir:        cfg.StateDir,
 		resource:   cfg.Resource,
@@ -161,7 +175,8 @@ func New(cfg Config) (*Server, error) {
 		refreshTTL: cfg.RefreshTokenLifetime,
 		now:        cfg.Now,
 		loginURL:   func(id string) string { return cfg.Issuer + PathLogin + "?id=" + url.QueryEscape(id) },
-		fetchCIMD:  func(ctx context.Context, id string) (*client, error) { return fetchMetadataDocument(ctx, hc, id) },
+		fetchCIMD:  fetcher.fetch,
+		logger:     cfg.Logger,
 		st:         st,
 		requests:   map[string]*authRequest{},
 		codes:      map[string]string{},
@@ -396,8 +411,11 @@ func (a authorizer) ValidateAuthRequest(ctx context.Context, req *oidc.AuthReque
 	}
 	c, err := storage.GetClientByClientID(ctx, req.ClientID)
 	if err != nil {
-		// Never redirect to a URI of a client that is unknown.
-		return "", oidc.ErrInvalidRequestRedirectURI().WithDescription("unknown client: %v", err)
+		// Never redirect to a URI of a client that is unknown: op answers
+		// this error with a 400 page that shows its description only.
+		e := oidc.ErrInvalidRequestRedirectURI().WithDescription("invalid_client: %v", err)
+		e.ErrorType = oidc.InvalidClient
+		return "", e
 	}
 	sub, err := op.ValidateAuthRequestClient(ctx, req, c, verifier)
 	if err != nil {
@@ -430,6 +448,14 @@ func (s *Server) serveAuthorizeCallback(w http.ResponseWriter, r *http.Request) 
 // is public and gets no secret.
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if ok, after := s.registrations.allow(r.RemoteAddr, s.cfg.Now()); !ok {
+		secs := max(1, int((after+time.Second-1)/time.Second))
+		s.logger.Warn("oauth: client registration refused: too many", "remote", r.RemoteAddr, "retry_after_s", secs)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		oauthError(w, http.StatusTooManyRequests, "temporarily_unavailable",
+			fmt.Sprintf("too many client registrations from this address or in all: try again in %d s (a client registers once and keeps its client_id)", secs))
+		return
+	}
 	var m clientMetadata
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxMetadataDocument))
 	if err := dec.Decode(&m); err != nil {
@@ -451,7 +477,11 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.store.registerClient(c); err != nil {
 		s.logger.Warn("oauth: client registration failed", "error", err)
-		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", err.Error())
+		status := http.StatusInternalServerError
+		if errors.Is(err, errClientsFull) {
+			status = http.StatusServiceUnavailable
+		}
+		oauthError(w, status, "temporarily_unavailable", err.Error())
 		return
 	}
 	s.logger.Info("oauth: client registered", "client_id", c.ID, "client_name", c.Name, "redirect_uris", c.Redirects)

@@ -13,7 +13,8 @@ import (
 )
 
 // stateFile is the file, in the state folder, that holds what must survive
-// a restart: the signing keys, the registered clients and the grants.
+// a restart: the signing keys, the registered clients, the grants and the
+// browser sessions.
 // Authorization requests and codes live minutes and are kept in memory only.
 const stateFile = "oauth.json"
 
@@ -40,6 +41,11 @@ type persisted struct {
 	// RevokedAccess are revoked access tokens' ids (jti) and when they
 	// would have expired anyway, after which they are forgotten.
 	RevokedAccess map[string]time.Time `json:"revoked_access"`
+	// BrowserSessions are the web view's signed-in browsers (browser.go),
+	// by the hex SHA-256 of the session cookie: the file never holds a
+	// usable cookie. Absent when there is none, so that a file without
+	// any stays readable by a kernel-mcp that kept them in memory.
+	BrowserSessions map[string]*browserSession `json:"browser_sessions,omitempty"`
 }
 
 // grant is one sign-in's consent: a user let a client act for them. Its
@@ -127,6 +133,9 @@ func (st *persisted) init() {
 	if st.RevokedAccess == nil {
 		st.RevokedAccess = map[string]time.Time{}
 	}
+	if st.BrowserSessions == nil {
+		st.BrowserSessions = map[string]*browserSession{}
+	}
 }
 
 // save writes st to dir's stateFile atomically (a temporary file renamed
@@ -167,7 +176,8 @@ func (st *persisted) save(dir string) error {
 }
 
 // prune forgets what can no longer matter at now: expired grants with
-// their refresh tokens, revoked access tokens past their expiry, and keys
+// their refresh tokens, expired browser sessions, revoked access tokens
+// past their expiry, and keys
 // retired long enough that no token they signed is still valid.
 func (st *persisted) prune(now time.Time) {
 	for id, g := range st.Grants {
@@ -190,6 +200,11 @@ func (st *persisted) prune(now time.Time) {
 	for id, c := range st.Clients {
 		if !used[id] && now.Sub(c.Created) > unusedClientLifetime {
 			delete(st.Clients, id)
+		}
+	}
+	for d, bs := range st.BrowserSessions {
+		if now.After(bs.Expires) {
+			delete(st.BrowserSessions, d)
 		}
 	}
 	for jti, exp := range st.RevokedAccess {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -99,6 +100,7 @@ type storage struct {
 	loginURL   func(id string) string
 	fetchCIMD  func(ctx context.Context, id string) (*client, error)
 	maxClients int // 0: maxDCRClients
+	logger     *slog.Logger
 
 	mu       sync.Mutex
 	st       *persisted
@@ -113,8 +115,12 @@ type cachedClient struct {
 	fetched time.Time
 }
 
-// cimdCacheTTL is how long a fetched metadata document is trusted.
-const cimdCacheTTL = 5 * time.Minute
+// cimdCacheTTL is how long a fetched metadata document is trusted, and
+// maxCachedCIMD how many are kept.
+const (
+	cimdCacheTTL  = 5 * time.Minute
+	maxCachedCIMD = 10000
+)
 
 var _ op.Storage = (*storage)(nil)
 
@@ -336,7 +342,9 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 			return "", "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("refresh token revoked")
 		}
 		if rt.Used {
-			// Two refreshes raced with one token, or it was replayed.
+			// Two refreshes raced with one token, a client retried one
+			// whose answer it lost, or it was replayed: which, the server
+			// cannot tell, and there is no grace window (docs/teams.md).
 			s.revokeGrantLocked(g, "refresh token reused")
 			if err := s.saveLocked(); err != nil {
 				return "", "", time.Time{}, err
@@ -379,6 +387,9 @@ func (s *storage) TokenRequestByRefreshToken(ctx context.Context, token string) 
 }
 
 func (s *storage) revokeGrantLocked(g *grant, why string) {
+	if !g.Revoked && s.logger != nil {
+		s.logger.Warn("oauth: grant revoked", "user", g.Subject, "client_id", g.ClientID, "why", why)
+	}
 	g.Revoked = true
 	g.RevokedBy = why
 }
@@ -508,9 +519,16 @@ func (s *storage) GetClientByClientID(ctx context.Context, id string) (op.Client
 			delete(s.cimd, k)
 		}
 	}
-	s.cimd[id] = cachedClient{c: c, fetched: s.now()}
+	// Anyone can name a document: past the bound, one is fetched each time
+	// rather than kept.
+	if len(s.cimd) < maxCachedCIMD {
+		s.cimd[id] = cachedClient{c: c, fetched: s.now()}
+	}
 	return c, nil
 }
+
+// errClientsFull refuses a registration when no client can make room.
+var errClientsFull = errors.New("no room for another client")
 
 // registerClient keeps a client registered by DCR and gives it an id.
 // Registration is open to anyone, so when the store is full the oldest
@@ -535,7 +553,7 @@ func (s *storage) registerClient(c *client) error {
 			}
 		}
 		if oldest == nil {
-			return errors.New("too many registered clients")
+			return fmt.Errorf("%w: this server keeps at most %d registered clients, and every one of them holds a sign-in; one is forgotten when its sign-in expires or is revoked", errClientsFull, limit)
 		}
 		delete(s.st.Clients, oldest.ID)
 	}
