@@ -91,9 +91,9 @@ type hubSetup struct {
 // service's environment.
 func startHub(t *testing.T, env map[string]string) *hubSetup { return startHubWith(t, env, false) }
 
-// startHubWith is startHub; with viaHubProxy, clients reach kernel-mcp
-// through the hub's own proxy, at <hub>/services/kernel-mcp/, and it has
-// no web view.
+// startHubWith is startHub; with viaHubProxy, clients and browsers reach
+// kernel-mcp through the hub's own proxy, at <hub>/services/kernel-mcp/
+// (its web view at .../ui/).
 func startHubWith(t *testing.T, env map[string]string, viaHubProxy bool) *hubSetup {
 	t.Helper()
 	hub, proxy := requireOAuthParts(t)
@@ -107,7 +107,7 @@ func startHubWith(t *testing.T, env map[string]string, viaHubProxy bool) *hubSet
 	extra := []string{"--ui", "127.0.0.1:0"}
 	if viaHubProxy {
 		s.base = s.hubURL + "/services/kernel-mcp"
-		extra = []string{"--public-url", s.base}
+		extra = append(extra, "--public-url", s.base)
 	}
 	s.mcpURL = s.base + "/mcp"
 	serviceEnv := map[string]string{
@@ -704,7 +704,10 @@ func TestOAuthBehindTLSProxy(t *testing.T) {
 // TestOAuthJupyterHubProxyRoute: clients reach kernel-mcp through the
 // hub's own proxy at <hub>/services/kernel-mcp/ (--public-url with that
 // path), as a Zero to JupyterHub install routes a service; they find its
-// metadata below the path, sign in at the hub and run code.
+// metadata below the path, sign in at the hub and run code. The web view
+// is there too, at .../services/kernel-mcp/ui/: alice's browser (chromium)
+// is sent through the hub's login, comes back to it, sees the cell her
+// client ran and runs one of its own, a chart among them.
 func TestOAuthJupyterHubProxyRoute(t *testing.T) {
 	t.Parallel()
 	s := startHubWith(t, nil, true)
@@ -712,9 +715,45 @@ func TestOAuthJupyterHubProxyRoute(t *testing.T) {
 	if err != nil {
 		t.Fatalf("alice through the hub's proxy: %v", err)
 	}
-	if out := callText(t, alice, "run_code", map[string]any{"code": "print('via', 'the hub')"}); !strings.Contains(out, "via the hub") {
+	const clientCode = "print('via', 'the hub')"
+	if out := callText(t, alice, "run_code", map[string]any{"session_id": "viahub", "code": clientCode}); !strings.Contains(out, "via the hub") {
 		t.Errorf("alice's run: %q", out)
 	}
+	webURL := s.base + "/ui/"
+	if out := callText(t, alice, "list_sessions", nil); !strings.Contains(out, webURL) {
+		t.Errorf("list_sessions does not give the web view's URL %s: %s", webURL, out)
+	}
+	// Without signing in, the view's API answers 401; carol, outside the
+	// allowed group, is refused after the hub's login.
+	if resp, body := newPerson(t, "bob", "hub-password").do(http.MethodGet, webURL+"api/sessions", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the web view's API without signing in: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := newPerson(t, "carol", "hub-password").open(webURL); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("carol's web view: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+
+	t.Run("web view in a browser", func(t *testing.T) {
+		chromium, node := browserTools(t)
+		personCode := "page_value = 6 * 7\nprint('from the page', page_value)"
+		runBrowser(t, node, "hub", map[string]any{
+			"chromium": chromium, "artifacts": browserArtifacts(t),
+			"webURL": webURL, "user": "alice", "password": "hub-password",
+			"session": "viahub", "clientCode": clientCode, "personCode": personCode,
+			"chartCode": "import plotly.graph_objects as go\ngo.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], mode='markers')).show()",
+		}, func(name string, msg map[string]any) map[string]any {
+			if name != "person-ran" {
+				return map[string]any{"error": "no sync point " + name + " in the hub suite"}
+			}
+			code, _ := msg["code"].(string)
+			h := callText(t, alice, "get_history", map[string]any{"session_id": "viahub"})
+			for _, line := range strings.Split(h, "\n") {
+				if strings.Contains(line, "(by the person) "+code) {
+					return map[string]any{"ok": true, "detail": line}
+				}
+			}
+			return map[string]any{"ok": false, "detail": "no block marked as the person's with the code in get_history:\n" + h}
+		})
+	})
 }
 
 // TestOAuthRestartKeepsSignIn: a client signed in before kernel-mcp

@@ -139,9 +139,11 @@ func (s *Server) finishBrowserSignIn(w http.ResponseWriter, r *http.Request, sta
 	s.logger.Info("oauth: browser signed in", "user", ident.Name)
 	// Lax, not Strict: the browser arrives here from the provider's site,
 	// and the page it goes on to must see the cookie. The pages' own API
-	// refuses other origins.
+	// refuses other origins. Sent to the pages below BrowserHome only, and
+	// below the issuer's path (a proxy's /services/<name>/), not to other
+	// services on the same host.
 	http.SetCookie(w, &http.Cookie{
-		Name: browserCookie, Value: id, Path: "/",
+		Name: browserCookie, Value: id, Path: s.issuer.Path + s.cfg.BrowserHome,
 		MaxAge: int(browserSessionLife / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, s.issuer.Path+b.next, http.StatusSeeOther)

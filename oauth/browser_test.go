@@ -76,7 +76,7 @@ func TestBrowserSessionSurvivesRestart(t *testing.T) {
 	if p := b.get(e.srv.URL + "/ui/"); p.status != http.StatusOK || p.body != "page for bob" {
 		t.Errorf("after a restart: %d %q, want bob's page without a sign-in", p.status, p.body)
 	}
-	u, _ := url.Parse(e.srv.URL)
+	u, _ := url.Parse(e.srv.URL + "/ui/") // the cookie's path
 	var cookie string
 	for _, c := range b.c.Jar.Cookies(u) {
 		if c.Name == browserCookie {
@@ -108,5 +108,42 @@ func TestBrowserSessionSurvivesRestart(t *testing.T) {
 	e.as.store.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d browser sessions kept past their expiry", n)
+	}
+}
+
+// TestBrowserSessionBelowAPath: with an issuer below a path (a proxy's
+// /services/<name>/), the browser goes back to the page below that path,
+// and its session cookie is sent to the pages there only: not to the
+// host's root, nor to another service on the same host.
+func TestBrowserSessionBelowAPath(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.Issuer = c.Issuer + "/services/kernel-mcp"
+		c.Resource = c.Issuer + "/mcp"
+	})
+	b := newBrowser(t, "http://127.0.0.1:1/never")
+	p := openSignedIn(b, e, "/services/kernel-mcp/ui/sessions?x=1", "alice", "alice-pw")
+	if p.status != http.StatusOK || p.body != "page for alice" || p.url.Path != "/services/kernel-mcp/ui/sessions" || p.url.RawQuery != "x=1" {
+		t.Fatalf("after sign-in: %d %q at %s", p.status, p.body, p.url)
+	}
+	has := func(path string) bool {
+		u, _ := url.Parse(e.srv.URL + path)
+		for _, c := range b.c.Jar.Cookies(u) {
+			if c.Name == browserCookie {
+				return true
+			}
+		}
+		return false
+	}
+	for path, want := range map[string]bool{
+		"/services/kernel-mcp/ui/":           true,
+		"/services/kernel-mcp/ui/api/events": true,
+		"/services/kernel-mcp/oauth/":        false,
+		"/services/other/":                   false,
+		"/ui/":                               false,
+		"/":                                  false,
+	} {
+		if got := has(path); got != want {
+			t.Errorf("session cookie sent to %s: %v, want %v", path, got, want)
+		}
 	}
 }

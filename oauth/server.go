@@ -71,8 +71,8 @@ type Config struct {
 	// KeyLifetime: a signing key older than this is replaced at start.
 	KeyLifetime time.Duration
 	// BrowserHome is the path prefix of the pages a browser session may
-	// return to after PathBrowserSignIn (the web view's /ui/); "" offers
-	// no browser sessions.
+	// return to after PathBrowserSignIn (the web view's /ui/), and, below
+	// the issuer's path, its cookie's Path; "" offers no browser sessions.
 	BrowserHome string
 	// HTTPClient lends its TLS settings (the certificates trusted) to the
 	// fetches of Client ID Metadata Documents; nil: the system's. Its

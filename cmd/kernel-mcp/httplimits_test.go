@@ -84,8 +84,8 @@ func TestHTTPSlowUnauthorizedBodies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("client with the token, while %d slow unauthorized requests are open: %v", n, err)
 	}
-	if err := cs.Ping(ctx, nil); err != nil {
-		t.Errorf("ping: %v", err)
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Errorf("tools/list: %v", err)
 	}
 	cs.Close()
 

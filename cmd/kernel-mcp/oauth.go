@@ -99,8 +99,6 @@ func parseOAuth(cfg *config, get, getenv func(string) string) error {
 			return invalid("public-url", oc.PublicURL, "want https://host[:port]")
 		case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil:
 			return invalid("public-url", oc.PublicURL, "want https://host[:port][/path], without a query, fragment or credentials")
-		case u.Path != "" && cfg.UI != "":
-			return invalid("public-url", oc.PublicURL, "the web view (--ui) cannot be served below a path yet: leave --ui out, or serve kernel-mcp at the root of its own host name")
 		case u.Scheme == "http" && !httpguard.LoopbackHost(u.Hostname()):
 			return invalid("public-url", oc.PublicURL, "browsers and clients send passwords' equivalents here: use https (a TLS proxy in front), or a loopback address for a test")
 		}
@@ -172,6 +170,13 @@ func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net
 		}
 		login = o
 	}
+	return newOAuthSide(cfg, base, issuer, login, stderr, logger)
+}
+
+// newOAuthSide makes the authorization server at issuer, signing in
+// through login, and the users' engines.
+func newOAuthSide(cfg config, base mcpserver.Config, issuer string, login oauth.Upstream, stderr io.Writer, logger *slog.Logger) (*oauthSide, error) {
+	oc := cfg.OAuth
 	stateDir := ""
 	if base.StateDir != "" {
 		stateDir = filepath.Join(base.StateDir, "oauth")
@@ -242,6 +247,11 @@ func (o *oauthSide) handler() http.Handler {
 	}
 	outer := http.NewServeMux()
 	outer.Handle(o.prefix+"/", http.StripPrefix(o.prefix, mux))
+	if o.users.uiURL != "" {
+		// The view's page is <prefix>/ui/: its URLs are relative to it. The
+		// mux below would send <prefix>/ui to /ui/, at the host's root.
+		outer.Handle("GET "+o.prefix+strings.TrimSuffix(webview.Prefix, "/"), http.RedirectHandler(o.prefix+webview.Prefix, http.StatusMovedPermanently))
+	}
 	// RFC 8414's place for the metadata of an issuer with a path is at the
 	// host's root with the path after it; a proxy that routes it here gets
 	// clients there at their first try (others find

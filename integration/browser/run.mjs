@@ -2,7 +2,7 @@
 // playwright-core, runs the cases of one suite (each in a page of its own)
 // and prints a JSON verdict as the last line of stdout.
 //
-//   node run.mjs app|web CONFIG.json
+//   node run.mjs app|web|hub CONFIG.json
 //
 // CONFIG carries the browser's path, the URLs the Go test serves and the
 // directory screenshots go to. The Go test and this script meet at sync
@@ -1183,11 +1183,74 @@ async function webSuite() {
   });
 }
 
+// ---- the web view below a path, through JupyterHub's proxy ----
+
+// hubSuite opens the web view at cfg.webURL (<hub>/services/kernel-mcp/ui/,
+// --public-url with that path) in a browser that has not signed in: the
+// page sends it through the hub's login and back, it shows the cell the
+// person ran through their MCP client, and runs one from the page, with a
+// chart whose library comes from below the path too.
+async function hubSuite() {
+  await runCase("hub-sign-in", async (page) => {
+    const web = new URL(cfg.webURL);
+    const prefix = web.pathname.replace(/ui\/$/, ""); // /services/kernel-mcp/
+    await page.goto(cfg.webURL);
+    check(new URL(page.url()).pathname.startsWith("/hub/login"), `sent to ${page.url()}, want the hub's login page`);
+    await page.fill('input[name="username"]', cfg.user);
+    await page.fill('input[name="password"]', cfg.password);
+    await Promise.all([
+      page.waitForURL((u) => u.href.startsWith(cfg.webURL), { timeout: T }),
+      page.locator('#login_submit, [type="submit"]').first().click(),
+    ]);
+    check(page.url() === cfg.webURL, `back at ${page.url()}, want ${cfg.webURL}`);
+
+    // The cell the person's MCP client ran.
+    const entry = page.locator(`[data-session-id="${cfg.session}"]`).first();
+    await entry.waitFor({ timeout: T });
+    await entry.click();
+    await poll(page, (code) => [...document.querySelectorAll(".cell")].some((e) => (e.querySelector(".cell-code")?.textContent || "").includes(code)
+      && /via the hub/.test(e.querySelector(".cell-outputs")?.innerText || "")), cfg.clientCode, "the cell run through the MCP client, with its output");
+
+    // A cell from the page: it runs, its output comes over the event
+    // stream, and the history has it as the person's.
+    const { box, run } = personBox(page);
+    await box.fill(cfg.personCode);
+    await run.click();
+    await poll(page, (code) => [...document.querySelectorAll(".cell")].some((e) => (e.querySelector(".cell-code")?.textContent || "").includes(code)
+      && e.dataset.status === "ok" && /from the page 42/.test(e.querySelector(".cell-outputs")?.innerText || "")), cfg.personCode, "the person's cell done with its output");
+    const reply = await sync("person-ran", { session: cfg.session, code: cfg.personCode.split("\n")[0] });
+    check(reply.ok, `get_history: ${reply.detail}`);
+
+    // A chart: plotly.js is loaded from below the path.
+    await box.fill(cfg.chartCode);
+    await run.click();
+    const chart = await poll(page, () => {
+      const c = document.querySelector(".mime-chart.chart-plotly");
+      if (!c || c.dataset.chart === "loading") return null;
+      return { state: c.dataset.chart, points: c.querySelectorAll(".scatterlayer .point").length };
+    }, null, "the Plotly chart drawn (or failed)");
+    check(chart.state === "drawn" && chart.points === 3, `the chart: ${JSON.stringify(chart)}, want drawn with 3 points`);
+
+    // Every request to the hub's host went below the path, or to the
+    // hub's own pages (its login); none to /ui/ at the root.
+    const own = page.requests.map((u) => new URL(u)).filter((u) => u.host === web.host);
+    const astray = own.filter((u) => !u.pathname.startsWith(prefix) && !u.pathname.startsWith("/hub/"));
+    check(astray.length === 0, `requests outside ${prefix} and /hub/: ${JSON.stringify(astray.map((u) => u.pathname))}`);
+    for (const want of ["oauth/session", "oauth/callback", "ui/api/sessions", "ui/api/events", "ui/charts/plotly.js", `ui/api/sessions/${cfg.session}/run`]) {
+      check(own.some((u) => u.pathname === prefix + want), `no request to ${prefix + want}`);
+    }
+    const cookie = (await page.context().cookies()).find((c) => c.name === "km_session");
+    check(cookie && cookie.path === prefix + "ui/" && cookie.httpOnly && cookie.sameSite === "Lax", `the session cookie: ${JSON.stringify(cookie && { ...cookie, value: "…" })}, want path ${prefix}ui/, HttpOnly, SameSite Lax`);
+    return { requests: own.length, cookiePath: cookie.path, chart };
+  });
+}
+
 const t0 = Date.now();
 try {
   browser = await chromium.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox"] });
   if (suite === "app") await appSuite();
   else if (suite === "web") await webSuite();
+  else if (suite === "hub") await hubSuite();
   else throw new Error(`unknown suite ${suite}`);
 } catch (e) {
   results.push({ name: "driver", ok: false, error: String(e.stack || e) });

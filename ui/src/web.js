@@ -1,6 +1,12 @@
 // The live web view: the sessions of one user, each as a notebook of its
 // history, kept current by the server's event stream (SSE). The token comes
 // from the page's URL and goes back on every request.
+//
+// Every URL the page asks for is relative ("api/sessions", "charts/x.js"),
+// resolved against the page's own URL (…/ui/): the view works wherever it
+// is served, at /ui/ or below the path of --public-url behind a proxy that
+// keeps it (JupyterHub's /services/NAME/ui/). The CSP's base-uri 'none'
+// keeps any <base> from moving them.
 
 import katex from "katex";
 import { CellView, isLive, setMath } from "./render.js";
@@ -66,10 +72,10 @@ async function apiJSON(path, init) {
   return body || {};
 }
 
-// The chart libraries are served beside the page (/ui/charts/, gzipped),
+// The chart libraries are served beside the page (…/ui/charts/, gzipped),
 // fetched when a chart appears.
 setChartLoader(async (name) => {
-  const resp = await api("/ui/charts/" + encodeURIComponent(name) + ".js");
+  const resp = await api("charts/" + encodeURIComponent(name) + ".js");
   if (!resp.ok) throw new Error("loading the chart library " + name + ": " + resp.status + " " + resp.statusText);
   return resp.text();
 });
@@ -83,8 +89,9 @@ const widgets = setupWidgets({
   report: (msg) => showMessage(".page-message", msg, true),
 });
 
+// sessionPath is a session's API path, relative to the page.
 function sessionPath(id, rest) {
-  return "/ui/api/sessions/" + encodeURIComponent(id) + rest;
+  return "api/sessions/" + encodeURIComponent(id) + rest;
 }
 
 function withToken(path) {
@@ -121,7 +128,7 @@ function cellKey(c) {
 
 async function loadSessions() {
   try {
-    const r = await apiJSON("/ui/api/sessions");
+    const r = await apiJSON("api/sessions");
     sessions = r.sessions || [];
     showMessage(".page-message", "");
   } catch (err) {
@@ -302,7 +309,7 @@ function onEvent(e) {
 }
 
 function subscribe() {
-  const es = new EventSource(withToken("/ui/api/events"));
+  const es = new EventSource(withToken("api/events"));
   es.onmessage = (m) => {
     let e;
     try {

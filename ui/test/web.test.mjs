@@ -1,7 +1,7 @@
 // The built web view (mcpserver/ui/web.html) in jsdom against a scripted
 // /ui/ API: the token on every request, the session list, the cells, the
 // event stream's live cells, the input box, the person's run and the
-// read-only refusal.
+// read-only refusal; below a path prefix, every request under the page's own.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -35,19 +35,21 @@ const historyCell = {
   outputs: [{ output_type: "execute_result", data: { "text/html": "<table><tr><td>7</td></tr></table>", "text/plain": "7" }, execution_count: 1 }],
 };
 
-// page opens web.html with fetch and EventSource replaced by the routes.
-function page(routes) {
+// page opens web.html at pageURL with fetch and EventSource replaced by the
+// routes. A request's URL is resolved against the page's, as a browser
+// does: routes are keyed by the resolved path.
+function page(routes, pageURL = "http://127.0.0.1:8765/ui/?token=" + TOKEN) {
   const requests = [];
   const sources = [];
   const dom = new JSDOM(html, {
-    url: "http://127.0.0.1:8765/ui/?token=" + TOKEN,
+    url: pageURL,
     runScripts: "dangerously",
     pretendToBeVisual: true,
     beforeParse(w) {
       w.fetch = async (url, init = {}) => {
-        const req = { url: String(url), method: init.method || "GET", headers: init.headers || {}, body: init.body };
+        const req = { url: String(url), resolved: new URL(String(url), w.location.href), method: init.method || "GET", headers: init.headers || {}, body: init.body };
         requests.push(req);
-        const key = req.method + " " + new URL(req.url, "http://127.0.0.1:8765").pathname;
+        const key = req.method + " " + req.resolved.pathname;
         const route = routes[key];
         const [status, body] = route ? route(req) : [404, { error: "no route " + key }];
         return { ok: status < 300, status, statusText: "", text: async () => JSON.stringify(body) };
@@ -55,6 +57,7 @@ function page(routes) {
       w.EventSource = class {
         constructor(url) {
           this.url = url;
+          this.resolved = new URL(String(url), w.location.href);
           sources.push(this);
         }
         emit(e) {
@@ -83,11 +86,11 @@ test("the page lists the sessions, shows the cells and follows the events", asyn
     assert.equal(td.textContent, "7");
     assert.deepEqual([...p.doc.querySelectorAll(".session-tab")].map((a) => a.dataset.sessionId), ["default", "other"]);
     for (const r of p.requests) assert.equal(r.headers.Authorization, "Bearer " + TOKEN, r.url + " carries the token");
-    assert.equal(p.doc.querySelector(".download-ipynb").getAttribute("href"), "/ui/api/sessions/default/notebook.ipynb?token=" + TOKEN);
-    assert.equal(p.doc.querySelector(".download-py").getAttribute("href"), "/ui/api/sessions/default/script.py?token=" + TOKEN);
+    assert.equal(p.doc.querySelector(".download-ipynb").href, "http://127.0.0.1:8765/ui/api/sessions/default/notebook.ipynb?token=" + TOKEN);
+    assert.equal(p.doc.querySelector(".download-py").href, "http://127.0.0.1:8765/ui/api/sessions/default/script.py?token=" + TOKEN);
 
     const es = await until("the event stream", () => p.sources[0]);
-    assert.equal(es.url, "/ui/api/events?token=" + TOKEN);
+    assert.equal(es.resolved.href, "http://127.0.0.1:8765/ui/api/events?token=" + TOKEN);
     cells = [historyCell, { ...historyCell, run_id: "r2", index: -1, code: "for i in range(3): print(i)", status: "running", outputs: [] }];
     es.emit({ seq: 1, kind: "run_started", session_id: "default", run_id: "r2", status: "running" });
     es.emit({ seq: 2, kind: "run_output", session_id: "default", run_id: "r2", output: { output_type: "stream", name: "stdout", text: "0\n" } });
@@ -231,6 +234,48 @@ test("a block re-run in place is drawn once, where it is, and follows its run's 
       const all = [...p.doc.querySelectorAll(".cell")];
       return all.length === 3 && all[1].dataset.index === "1" && all[1].dataset.status === "ok" && /new 1/.test(all[1].textContent);
     });
+  } finally {
+    p.close();
+  }
+});
+
+test("below a path prefix, every request the page makes stays under the page's own path", async () => {
+  // As behind JupyterHub's proxy with --public-url https://hub.example/services/kernel-mcp.
+  const base = "https://hub.example/services/kernel-mcp/ui/";
+  const chart = {
+    ...historyCell,
+    index: 1,
+    code: "fig.show()",
+    outputs: [{ output_type: "display_data", data: { "application/vnd.plotly.v1+json": { data: [{ x: [1], y: [2] }] }, "text/plain": "Figure" } }],
+  };
+  let ran;
+  const prefixed = {
+    "GET /services/kernel-mcp/ui/api/sessions": () => [200, { sessions: [{ session_id: "default", state: "idle" }] }],
+    "GET /services/kernel-mcp/ui/api/sessions/default/cells": () => [200, { cells: [historyCell, chart] }],
+    "POST /services/kernel-mcp/ui/api/sessions/default/run": (r) => {
+      ran = JSON.parse(r.body);
+      return [202, { run_id: "r3" }];
+    },
+    "POST /services/kernel-mcp/ui/api/sessions/default/interrupt": () => [200, { message: "interrupted" }],
+    "GET /services/kernel-mcp/ui/charts/plotly.js": () => [200, {}],
+  };
+  const p = page(prefixed, base + "?token=" + TOKEN + "#s=default");
+  try {
+    await until("the history cell", () => p.doc.querySelector('.cell[data-index="0"]'));
+    const es = await until("the event stream", () => p.sources[0]);
+    assert.equal(es.resolved.href, base + "api/events?token=" + TOKEN);
+    assert.equal(p.doc.querySelector(".download-ipynb").href, base + "api/sessions/default/notebook.ipynb?token=" + TOKEN);
+    assert.equal(p.doc.querySelector(".download-py").href, base + "api/sessions/default/script.py?token=" + TOKEN);
+    await until("the chart library fetched", () => p.requests.some((r) => r.resolved.pathname.endsWith("/plotly.js")));
+    p.doc.querySelector(".new-cell-code").value = "print(1)";
+    p.doc.querySelector(".new-cell-run").click();
+    await until("the run posted", () => ran);
+    p.doc.querySelector(".session-interrupt").click();
+    await until("the interrupt", () => p.requests.some((r) => r.resolved.pathname.endsWith("/interrupt")));
+    for (const r of p.requests) {
+      assert.ok(r.resolved.href.startsWith(base), r.resolved.href + " is not under " + base);
+      assert.ok(prefixed[r.method + " " + r.resolved.pathname], "no route for " + r.method + " " + r.resolved.pathname);
+    }
   } finally {
     p.close();
   }
