@@ -233,13 +233,15 @@ func sseData(body string) string {
 }
 
 // A client that goes away without ending its HTTP session is forgotten
-// after --client-idle-timeout; its kernel sessions stay.
+// after --client-idle-timeout; its kernel sessions stay. HTTP sessions are
+// those of protocol 2025-11-25 and earlier (2026-07-28 has none), so the
+// client speaks 2025-11-25.
 func TestHTTPIdleClientSessionFreed(t *testing.T) {
 	t.Parallel()
 	url := startHTTPServer(t, "--client-idle-timeout", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "idle", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "idle", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
