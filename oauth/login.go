@@ -145,6 +145,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.store.mu.Lock()
 	a.Subject = ident.Name
+	a.Groups = slices.Clone(ident.Groups)
 	a.AuthTime = s.store.now()
 	a.consentToken = rand.Text()
 	token := a.consentToken
@@ -171,6 +172,20 @@ func (s *Server) allowed(id Identity) bool {
 		}
 	}
 	return false
+}
+
+// stillAllowed says why the user of a grant may no longer use this server
+// ("" if they may): the allowed users and groups changed since the sign-in.
+// A grant made before groups were kept (groupsKnown false) passes a check
+// by name only.
+func (s *Server) stillAllowed(g *grant) string {
+	if s.allowed(Identity{Name: g.Subject, Groups: g.Groups}) {
+		return ""
+	}
+	if !g.GroupsKnown && len(s.cfg.AllowedGroups) > 0 {
+		return "this sign-in of user " + g.Subject + " predates the check of groups: sign in again"
+	}
+	return "user " + g.Subject + " is no longer allowed to use this server"
 }
 
 // finishWithError ends an authorization request by sending the client an

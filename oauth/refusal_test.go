@@ -123,6 +123,19 @@ func (c *raw) refresh(clientID, rt string) (int, map[string]any) {
 // returns the status and the WWW-Authenticate header.
 func (c *raw) call(token string) (int, string) {
 	c.t.Helper()
+	resp, _ := c.post(token)
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+}
+
+// callBody is call, returning the body instead of the header.
+func (c *raw) callBody(token string) (int, string) {
+	c.t.Helper()
+	resp, body := c.post(token)
+	return resp.StatusCode, body
+}
+
+func (c *raw) post(token string) (*http.Response, string) {
+	c.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, c.e.srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -134,8 +147,8 @@ func (c *raw) call(token string) (int, string) {
 		c.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
 }
 
 func TestNoTokenGets401WithMetadata(t *testing.T) {
@@ -421,6 +434,59 @@ func TestAllowedGroups(t *testing.T) {
 	}
 	if tok := c.signIn(id, "alice", "alice-pw"); tok.access == "" {
 		t.Error("alice (staff) got no token")
+	}
+}
+
+// TestAllowedListsApplyToGrants: a user taken off the allowed lists (here
+// by a restart with other --allowed-groups) is shut out at once, their
+// access and refresh tokens both, not when the grant expires; let back in,
+// they go on with the same grant. A grant that predates the groups kept in
+// grants passes a check by name only.
+func TestAllowedListsApplyToGrants(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.AllowedGroups = []string{"students"} })
+	c := newRaw(t, e)
+	id := c.client()
+	tok := c.signIn(id, "bob", "bob-pw") // bob is in students
+	if status, _ := c.call(tok.access); status != http.StatusOK {
+		t.Fatalf("bob's token while students are allowed: %d", status)
+	}
+	e.cfg.AllowedGroups = []string{"staff"}
+	e.start()
+	if status, body := c.callBody(tok.access); status != http.StatusUnauthorized || !strings.Contains(body, "user bob is no longer allowed to use this server") {
+		t.Errorf("bob's access token once students are not allowed: %d %q, want 401 saying why", status, body)
+	}
+	if status, m := c.refresh(id, tok.refresh); status != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Errorf("bob's refresh once students are not allowed: %d %v", status, m)
+	}
+	e.cfg.AllowedGroups = nil
+	e.cfg.AllowedUsers = []string{"bob"}
+	e.start()
+	if status, _ := c.call(tok.access); status != http.StatusOK {
+		t.Errorf("bob's access token once bob is allowed by name: %d", status)
+	}
+	if status, m := c.refresh(id, tok.refresh); status != http.StatusOK {
+		t.Errorf("bob's refresh once bob is allowed by name: %d %v", status, m)
+	}
+
+	// A grant kept before groups were: forgotten groups cannot let a user
+	// in, so only a new sign-in does.
+	e.as.store.mu.Lock()
+	for _, g := range e.as.store.st.Grants {
+		g.Groups, g.GroupsKnown = nil, false
+	}
+	err := e.as.store.saveLocked()
+	e.as.store.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.AllowedUsers, e.cfg.AllowedGroups = nil, []string{"students"}
+	e.start()
+	if status, body := c.callBody(tok.access); status != http.StatusUnauthorized || !strings.Contains(body, "predates the check of groups: sign in again") {
+		t.Errorf("a grant without its groups, under --allowed-groups: %d %q", status, body)
+	}
+	tok2 := c.signIn(id, "bob", "bob-pw")
+	if status, _ := c.call(tok2.access); status != http.StatusOK {
+		t.Errorf("a new sign-in of bob: %d", status)
 	}
 }
 

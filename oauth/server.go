@@ -169,18 +169,19 @@ func New(cfg Config) (*Server, error) {
 	// its clients' documents may be there too.
 	fetcher := newMetadataFetcher(cfg.HTTPClient, loopbackHost(iss.Hostname()), cfg.lookupHost, cfg.fetchTimeout)
 	s.store = &storage{
-		dir:        cfg.StateDir,
-		resource:   cfg.Resource,
-		accessTTL:  cfg.AccessTokenLifetime,
-		refreshTTL: cfg.RefreshTokenLifetime,
-		now:        cfg.Now,
-		loginURL:   func(id string) string { return cfg.Issuer + PathLogin + "?id=" + url.QueryEscape(id) },
-		fetchCIMD:  fetcher.fetch,
-		logger:     cfg.Logger,
-		st:         st,
-		requests:   map[string]*authRequest{},
-		codes:      map[string]string{},
-		cimd:       map[string]cachedClient{},
+		dir:          cfg.StateDir,
+		resource:     cfg.Resource,
+		accessTTL:    cfg.AccessTokenLifetime,
+		refreshTTL:   cfg.RefreshTokenLifetime,
+		now:          cfg.Now,
+		loginURL:     func(id string) string { return cfg.Issuer + PathLogin + "?id=" + url.QueryEscape(id) },
+		stillAllowed: s.stillAllowed,
+		fetchCIMD:    fetcher.fetch,
+		logger:       cfg.Logger,
+		st:           st,
+		requests:     map[string]*authRequest{},
+		codes:        map[string]string{},
+		cimd:         map[string]cachedClient{},
 	}
 	s.store.mu.Lock()
 	err = s.store.loadKeysLocked()

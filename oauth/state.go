@@ -51,12 +51,16 @@ type persisted struct {
 // grant is one sign-in's consent: a user let a client act for them. Its
 // refresh tokens form one family, rotated on every use.
 type grant struct {
-	ID       string    `json:"id"`
-	ClientID string    `json:"client_id"`
-	Subject  string    `json:"subject"`
-	Scopes   []string  `json:"scopes"`
-	AuthTime time.Time `json:"auth_time"`
-	Created  time.Time `json:"created"`
+	ID       string `json:"id"`
+	ClientID string `json:"client_id"`
+	Subject  string `json:"subject"`
+	// Groups are the provider's groups of Subject at sign-in, for
+	// AllowedGroups; GroupsKnown is false in grants older than that.
+	Groups      []string  `json:"groups,omitempty"`
+	GroupsKnown bool      `json:"groups_known,omitempty"`
+	Scopes      []string  `json:"scopes"`
+	AuthTime    time.Time `json:"auth_time"`
+	Created     time.Time `json:"created"`
 	// Expires bounds the whole family: no refresh past it, whatever the
 	// rotations.
 	Expires time.Time `json:"expires"`

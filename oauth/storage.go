@@ -37,6 +37,7 @@ type authRequest struct {
 	upstreamVerify string
 	consentToken   string
 	Subject        string
+	Groups         []string // the provider's groups of Subject, at sign-in
 	AuthTime       time.Time
 	done           bool
 	code           string
@@ -98,9 +99,14 @@ type storage struct {
 	refreshTTL time.Duration
 	now        func() time.Time
 	loginURL   func(id string) string
-	fetchCIMD  func(ctx context.Context, id string) (*client, error)
-	maxClients int // 0: maxDCRClients
-	logger     *slog.Logger
+	// stillAllowed applies the server's AllowedUsers and AllowedGroups to
+	// a grant's user each time one of its tokens is used, and says why
+	// not: a user taken off the lists is shut out at once, not when their
+	// grant expires. The grant stays: a user let back in goes on with it.
+	stillAllowed func(*grant) string
+	fetchCIMD    func(ctx context.Context, id string) (*client, error)
+	maxClients   int // 0: maxDCRClients
+	logger       *slog.Logger
 
 	mu       sync.Mutex
 	st       *persisted
@@ -276,10 +282,14 @@ func (s *storage) newGrantLocked(a *authRequest) (*grant, error) {
 		ID:       rand.Text(),
 		ClientID: a.ClientID,
 		Subject:  a.Subject,
-		Scopes:   slices.Clone(a.Scopes),
-		AuthTime: a.AuthTime,
-		Created:  now,
-		Expires:  now.Add(s.refreshTTL),
+		Groups:   slices.Clone(a.Groups),
+		// Known even when empty: a grant made before groups were kept
+		// cannot pass a check by group.
+		GroupsKnown: true,
+		Scopes:      slices.Clone(a.Scopes),
+		AuthTime:    a.AuthTime,
+		Created:     now,
+		Expires:     now.Add(s.refreshTTL),
 	}
 	a.grantID = g.ID
 	delete(s.codes, a.code)
@@ -376,6 +386,9 @@ func (s *storage) TokenRequestByRefreshToken(ctx context.Context, token string) 
 	if g == nil || g.Revoked {
 		return nil, fmt.Errorf("refresh token: %w", errNotFound)
 	}
+	if why := s.disallowed(g); why != "" {
+		return nil, fmt.Errorf("refresh token: %s", why) // invalid_grant
+	}
 	if rt.Used {
 		s.revokeGrantLocked(g, "refresh token reused")
 		if err := s.saveLocked(); err != nil {
@@ -450,6 +463,14 @@ func (s *storage) RevokeToken(ctx context.Context, tokenOrID, userID, clientID s
 
 // accessTokenLive reports whether an access token id is neither revoked
 // itself nor of a revoked or unknown grant; on false, why.
+// disallowed is stillAllowed, when set.
+func (s *storage) disallowed(g *grant) string {
+	if s.stillAllowed == nil {
+		return ""
+	}
+	return s.stillAllowed(g)
+}
+
 func (s *storage) accessTokenLive(jti string) (bool, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -462,6 +483,9 @@ func (s *storage) accessTokenLive(jti string) (bool, string) {
 		return false, "token of an unknown grant"
 	case g.Revoked:
 		return false, "token revoked (" + g.RevokedBy + ")"
+	}
+	if why := s.disallowed(g); why != "" {
+		return false, why
 	}
 	return true, ""
 }
