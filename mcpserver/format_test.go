@@ -1,13 +1,11 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,45 +22,6 @@ func TestRequirementRE(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-}
-
-// The turnstile lets tickets through strictly in order, whatever order the
-// holders arrive in, and a finished ticket that never waited still passes
-// the turn on.
-func TestTurnstileOrder(t *testing.T) {
-	ts := newTurnstile()
-	tickets := make([]ticket, 5)
-	for i := range tickets {
-		tickets[i] = ts.take("s")
-	}
-	other := ts.take("other")
-	if err := ts.wait(context.Background(), other); err != nil {
-		t.Fatal("another session's first ticket must not wait")
-	}
-	order := make(chan int, len(tickets))
-	for _, i := range []int{4, 2, 3} {
-		go func() {
-			if err := ts.wait(context.Background(), tickets[i]); err != nil {
-				t.Error(err)
-				return
-			}
-			order <- i
-			ts.done(tickets[i])
-		}()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	if err := ts.wait(ctx, tickets[4]); err == nil {
-		t.Fatal("ticket 4 passed before 0 and 1 finished")
-	}
-	cancel()
-	ts.done(tickets[1]) // finished out of turn (e.g. failed validation)
-	ts.done(tickets[0])
-	for _, want := range []int{2, 3, 4} {
-		if got := <-order; got != want {
-			t.Fatalf("ticket %d went before %d", got, want)
-		}
-	}
-	ts.done(tickets[4]) // twice is harmless
 }
 
 // render shows every error output in arrival order, leads with the reply's

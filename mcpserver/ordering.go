@@ -76,7 +76,7 @@ func (o *orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 type orderedConn struct {
 	mcp.Connection
 	srv   *Server
-	turns *turnstile
+	turns *engine.Turnstile
 	id    string // the server's name for it (Server.addConn)
 
 	mu       sync.Mutex
@@ -135,7 +135,7 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		c.mu.Unlock()
 		if !open {
-			c.turns.done(tk)
+			c.turns.Done(tk)
 		}
 	}
 	return req, nil
@@ -145,13 +145,13 @@ func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // handler in _meta. ok is false for anything that is not a queued tool call
 // with a usable session_id. conn names the connection it came on ("" over
 // HTTP), for the status notifications of a task it makes.
-func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk ticket, ok bool) {
+func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk engine.Ticket, ok bool) {
 	if req.Method != "tools/call" {
-		return ticket{}, false
+		return engine.Ticket{}, false
 	}
 	var params map[string]json.RawMessage
 	if json.Unmarshal(req.Params, &params) != nil {
-		return ticket{}, false
+		return engine.Ticket{}, false
 	}
 	var name string
 	json.Unmarshal(params["name"], &name)
@@ -161,11 +161,11 @@ func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk ticket, ok bool) {
 			// refuses it.
 			s.carryTaskParam(req, params, task, conn)
 		}
-		return ticket{}, false
+		return engine.Ticket{}, false
 	}
 	sid, ok := ticketSession(params["arguments"])
 	if !ok {
-		return ticket{}, false // fails validation; nothing to order
+		return engine.Ticket{}, false // fails validation; nothing to order
 	}
 	meta := map[string]any{}
 	json.Unmarshal(params["_meta"], &meta)
@@ -177,18 +177,18 @@ func (s *Server) stamp(req *jsonrpc.Request, conn string) (tk ticket, ok bool) {
 		// handler finds it here (taskModeOf).
 		meta[s.taskParamKey] = map[string]any{"task": task, "conn": conn}
 	}
-	tk = s.turns.take(sid)
-	meta[s.ticketKey] = tk.n
+	tk = s.turns.Take(sid)
+	meta[s.ticketKey] = tk.N
 	b, err := json.Marshal(meta)
 	if err != nil {
-		s.turns.done(tk)
-		return ticket{}, false
+		s.turns.Done(tk)
+		return engine.Ticket{}, false
 	}
 	params["_meta"] = b
 	p, err := json.Marshal(params)
 	if err != nil {
-		s.turns.done(tk)
-		return ticket{}, false
+		s.turns.Done(tk)
+		return engine.Ticket{}, false
 	}
 	req.Params = p
 	return tk, true
@@ -249,7 +249,7 @@ func (s *Server) awaitTicket(ctx context.Context, req *mcp.CallToolRequest) erro
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
 	defer cancel()
-	if err := s.turns.wait(wctx, tk); err != nil {
+	if err := s.turns.Wait(wctx, tk); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("cancelled while waiting for earlier calls in session %q: %v", sid, ctx.Err())
 		}
@@ -289,7 +289,7 @@ func (c *orderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.mu.Unlock()
 	err := c.Connection.Write(ctx, msg)
 	if found && call.stamped {
-		c.turns.done(call.tk)
+		c.turns.Done(call.tk)
 	}
 	return err
 }
@@ -297,7 +297,7 @@ func (c *orderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // inflightCall is a request read and not yet answered, with its ticket if
 // it is a queued tool call.
 type inflightCall struct {
-	tk      ticket
+	tk      engine.Ticket
 	stamped bool
 }
 
@@ -335,116 +335,26 @@ func (c *orderedConn) Close() error {
 	c.mu.Unlock()
 	for _, call := range calls {
 		if call.stamped {
-			c.turns.done(call.tk)
+			c.turns.Done(call.tk)
 		}
 	}
 	return err
 }
 
-// ticket is a place in one session's queue.
-type ticket struct {
-	session string
-	n       float64 // JSON numbers come back as float64 from _meta
-}
-
-// turnstile hands out per-session tickets in arrival order and lets the
-// holder of the lowest unfinished ticket through.
-type turnstile struct {
-	mu    sync.Mutex
-	queue map[string]*turnQueue
-}
-
-type turnQueue struct {
-	next     float64          // next ticket to hand out
-	finished map[float64]bool // finished tickets above head
-	head     float64          // lowest unfinished ticket
-	changed  chan struct{}    // closed and replaced when head moves
-}
-
-func newTurnstile() *turnstile { return &turnstile{queue: make(map[string]*turnQueue)} }
-
-func (t *turnstile) q(session string) *turnQueue {
-	q := t.queue[session]
-	if q == nil {
-		q = &turnQueue{finished: map[float64]bool{}, changed: make(chan struct{})}
-		t.queue[session] = q
-	}
-	return q
-}
-
-func (t *turnstile) take(session string) ticket {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	q := t.q(session)
-	n := q.next
-	q.next++
-	return ticket{session: session, n: n}
-}
-
-// wait blocks until tk is the session's lowest unfinished ticket.
-func (t *turnstile) wait(ctx context.Context, tk ticket) error {
-	for {
-		t.mu.Lock()
-		q := t.q(tk.session)
-		if q.head >= tk.n {
-			t.mu.Unlock()
-			return nil
-		}
-		ch := q.changed
-		t.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// done finishes tk; finishing twice is harmless.
-func (t *turnstile) done(tk ticket) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	q := t.q(tk.session)
-	if tk.n < q.head {
-		return
-	}
-	q.finished[tk.n] = true
-	moved := false
-	for q.finished[q.head] {
-		delete(q.finished, q.head)
-		q.head++
-		moved = true
-	}
-	if moved {
-		close(q.changed)
-		q.changed = make(chan struct{})
-	}
-}
-
 // ticketOf reads the ticket OrderedTransport put in a call's _meta.
-func (s *Server) ticketOf(session string, meta mcp.Meta) (ticket, bool) {
-	n, ok := meta[s.ticketKey].(float64)
+func (s *Server) ticketOf(session string, meta mcp.Meta) (engine.Ticket, bool) {
+	n, ok := meta[s.ticketKey].(float64) // JSON numbers come back as float64
 	if !ok {
-		return ticket{}, false
+		return engine.Ticket{}, false
 	}
-	return ticket{session: session, n: n}, true
+	return engine.Ticket{Session: session, N: uint64(n)}, true
 }
-
-// place is a ticket as the engine's queue takes it: a caller's place in
-// line (engine.Place).
-type place struct {
-	t  *turnstile
-	tk ticket
-}
-
-func (p place) Wait(ctx context.Context) error { return p.t.wait(ctx, p.tk) }
-func (p place) Done()                          { p.t.done(p.tk) }
 
 // placeOf is the call's place in its session's line, from the ticket in its
 // _meta; nil (join at once) when it has none.
 func (s *Server) placeOf(session string, meta mcp.Meta) engine.Place {
 	if tk, ok := s.ticketOf(session, meta); ok {
-		return place{t: s.turns, tk: tk}
+		return s.turns.Place(tk)
 	}
 	return nil
 }
@@ -471,7 +381,7 @@ func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		var tk ticket
+		var tk engine.Ticket
 		stamped := false
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
@@ -483,14 +393,14 @@ func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
 					if b, err := jsonrpc.EncodeMessage(req); err == nil {
 						body = b
 					} else if stamped {
-						s.turns.done(tk)
+						s.turns.Done(tk)
 						stamped = false
 					}
 				}
 			}
 		}
 		if stamped {
-			defer s.turns.done(tk)
+			defer s.turns.Done(tk)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

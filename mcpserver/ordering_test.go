@@ -172,10 +172,10 @@ func TestOrderedDuplicateRequestID(t *testing.T) {
 		if !ok {
 			t.Fatalf("id %d, reused after its answer, has no ticket", id)
 		}
-		if err := s.turns.wait(ctx, tk); err != nil {
+		if err := s.turns.Wait(ctx, tk); err != nil {
 			t.Fatalf("id %d never got its turn: %v", id, err)
 		}
-		s.turns.done(tk)
+		s.turns.Done(tk)
 	}
 }
 

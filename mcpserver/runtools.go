@@ -264,7 +264,7 @@ func (s *Server) resume(req *mcp.CallToolRequest) (r *engine.Run, note string, e
 // queue.
 func (s *Server) releaseTicket(session string, meta mcp.Meta) {
 	if tk, ok := s.ticketOf(session, meta); ok {
-		s.turns.done(tk)
+		s.turns.Done(tk)
 	}
 }
 

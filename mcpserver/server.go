@@ -163,7 +163,7 @@ type Server struct {
 	cfg   Config
 	eng   *engine.Engine
 	mcp   *mcp.Server
-	turns *turnstile
+	turns *engine.Turnstile
 	// ticketKey is this server's secret _meta key for ordering tickets.
 	ticketKey string
 	// subscriptions counts resource subscriptions, across all clients.
@@ -215,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 		eng.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, eng: eng, turns: newTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
+	s := &Server{cfg: cfg, eng: eng, turns: engine.NewTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
 		listeners: map[*engine.Run][]*attachment{}, tasks: st, taskKey: metaTaskPrefix + uuid.NewString(),
 		taskParamKey: metaTaskParamPrefix + uuid.NewString(), tasksStop: make(chan struct{}),
 		notices: taskNotices{conns: map[string]*orderedConn{}, to: map[string]string{}, told: map[string]tasks.Status{}}}
