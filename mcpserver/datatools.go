@@ -9,6 +9,7 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/engine/datatools"
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -26,22 +27,11 @@ func (s *Server) dataRun(ctx context.Context, req *mcp.CallToolRequest, id, code
 	}
 	// The hint is added inside the run: its result is shared by whichever
 	// calls return it, and must not change under them.
-	return s.executeThen(ctx, req, ss, code, "", s.cfg.Timeout, false, func(res *mcp.CallToolResult, out *RunOutput) {
+	return s.executeThen(ctx, req, ss, code, "", s.cfg.Timeout, false, func(res *toolresult.Result, out *RunOutput) {
 		if out.Error != nil {
-			addInstallHint(res, out)
+			toolresult.AddInstallHint(res, out)
 		}
 	})
-}
-
-// addInstallHint leads a failed result with how to install the package
-// it missed, if that is why it failed.
-func addInstallHint(res *mcp.CallToolResult, out *RunOutput) {
-	hint := datatools.InstallHint(out.Error.EValue, out.Error.Traceback)
-	if hint == "" {
-		return
-	}
-	out.Note = strings.TrimSpace(out.Note + "\n" + hint)
-	res.Content = append([]mcp.Content{&mcp.TextContent{Text: hint}}, res.Content...)
 }
 
 func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in LoadDataInput) (*mcp.CallToolResult, RunOutput, error) {
@@ -132,37 +122,37 @@ func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, i
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
-		content, out, err := s.runBlock(ctx, r, ss, code(f), "", s.cfg.Timeout)
+		parts, out, err := s.results.RunBlock(ctx, r, ss, code(f), "", s.cfg.Timeout)
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
-		res := &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}
+		res := &toolresult.Result{Parts: parts, IsError: out.Status != "ok"}
 		if out.Error != nil {
-			addInstallHint(res, &out)
+			toolresult.AddInstallHint(res, &out)
 		}
-		return res, out, nil
+		return callResult(res, out, nil)
 	}, runHandoff(ss))
 }
 
 // fitOLS runs estimate_ols's code in the caller's turn and reads the
 // fitted model's statistics.
 func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, code, model string) (*mcp.CallToolResult, EstimateOLSOutput, error) {
-	content, run, err := s.runBlock(ctx, r, ss, code, "", s.cfg.Timeout)
+	parts, run, err := s.results.RunBlock(ctx, r, ss, code, "", s.cfg.Timeout)
 	if err != nil {
 		return errResult[EstimateOLSOutput]("%v", err)
 	}
 	if run.Status != "ok" {
-		res := &mcp.CallToolResult{Content: content, IsError: true}
+		res := &toolresult.Result{Parts: parts, IsError: true}
 		if run.Error != nil {
-			addInstallHint(res, &run)
+			toolresult.AddInstallHint(res, &run)
 		}
-		var parts []string
-		for _, c := range res.Content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				parts = append(parts, t.Text)
+		var texts []string
+		for _, p := range res.Parts {
+			if p.Image == nil && p.Link == nil {
+				texts = append(texts, p.Text)
 			}
 		}
-		return errResult[EstimateOLSOutput]("%s", strings.Join(parts, "\n"))
+		return errResult[EstimateOLSOutput]("%s", strings.Join(texts, "\n"))
 	}
 	raw, err := ss.Query(ctx, engine.PyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
 	if err != nil {

@@ -112,18 +112,6 @@ type ExportOutput struct {
 	Bytes     int    `json:"bytes"`
 }
 
-// BlockSummary is one re-run block in a run_code or rerun_code result.
-type BlockSummary struct {
-	Block          int        `json:"block"` // 1-based number in the history it was taken from
-	Status         string     `json:"status"`
-	ExecutionCount int        `json:"execution_count"`
-	Result         string     `json:"result,omitempty"`
-	Error          *ErrorInfo `json:"error,omitempty"`
-	// Outputs is rerun_code's comparison with the outputs recorded
-	// before: "same", or "changed: " and what changed (stdout, image/png...).
-	Outputs string `json:"outputs,omitempty"`
-}
-
 func (s *Server) addHistoryTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	addTool(s, &mcp.Tool{Name: "get_history", Description: "Numbered transcript of code and outputs; [1] is index 0 of start/end.", Annotations: ro}, s.getHistory)
@@ -266,75 +254,6 @@ func (s *Server) saveNotebook(ctx context.Context, req *mcp.CallToolRequest, in 
 	})
 }
 
-// replay runs history blocks in order in the session, stopping at the
-// first that does not succeed. The caller holds the execution right.
-func (s *Server) replay(ctx context.Context, r *engine.Run, ss *engine.Session, entries []history.Entry, first int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
-	var (
-		content []mcp.Content
-		last    RunOutput
-		blocks  []BlockSummary
-	)
-	code, k := 0, 0
-	for _, e := range entries {
-		if e.IsCode() {
-			code++
-		}
-	}
-	for i, e := range entries {
-		n := first + i
-		if !e.IsCode() {
-			continue // a notebook's text cell
-		}
-		k++
-		r.SetProgress(k, code)
-		c, out, err := s.runBlock(ctx, r, ss, e.Code, "rerun", timeout)
-		if err != nil {
-			return errResult[RunOutput]("re-running block [%d]: %v", n, err)
-		}
-		blocks = append(blocks, BlockSummary{Block: n, Status: out.Status, ExecutionCount: out.ExecutionCount, Result: out.Result, Error: out.Error})
-		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%d] %s", n, out.Status)})
-		content = append(content, c...)
-		last = out
-		if out.Status != "ok" {
-			last.Blocks = blocks
-			head := replayHeadline(entries, first, blocks)
-			return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...), IsError: true}, last, nil
-		}
-	}
-	last.SessionID = ss.ID()
-	last.RunID = r.ID()
-	last.Blocks = blocks
-	if last.Displays == nil {
-		last.Displays = []Display{}
-	}
-	if len(entries) == 0 {
-		last.Status = "ok"
-		return textResult("No blocks in that range."), last, nil
-	}
-	if len(blocks) == 0 {
-		last.Status = "ok"
-	}
-	head := replayHeadline(entries, first, blocks)
-	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}, last, nil
-}
-
-// replaySteps are blocks as the engine's headlines take them.
-func replaySteps(blocks []BlockSummary) []engine.ReplayStep {
-	steps := make([]engine.ReplayStep, len(blocks))
-	for i, b := range blocks {
-		steps[i] = engine.ReplayStep{Block: b.Block, Status: b.Status, Raised: b.Error != nil}
-		if b.Error != nil {
-			steps[i].Error = errorHeadline(b.Error)
-		}
-	}
-	return steps
-}
-
-// replayHeadline is engine.ReplayHeadline of blocks.
-func replayHeadline(entries []history.Entry, first int, blocks []BlockSummary) string {
-	return engine.ReplayHeadline(entries, first, replaySteps(blocks))
-}
-
 func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in RerunInput) (*mcp.CallToolResult, RunOutput, error) {
 	timeout, err := s.timeoutFor(in.Timeout)
 	if err != nil {
@@ -349,88 +268,8 @@ func (s *Server) rerunCode(ctx context.Context, req *mcp.CallToolRequest, in Rer
 		if err := ss.Restart(ctx); err != nil {
 			return errResult[RunOutput]("session %q: restart failed: %v", ss.ID(), err)
 		}
-		return s.limitJoined(s.rerunInPlace(ctx, r, ss, entries, first, timeout))
+		return callResult(s.results.LimitJoined(s.results.Rerun(ctx, r, ss, entries, first, timeout)))
 	}, runHandoff(ss))
-}
-
-// rerunInPlace is rerun_code's Run All: it runs the code blocks of entries
-// (numbered from first) again in order, each recorded in its own place in
-// the history, and compares each block's new outputs with those recorded
-// before (history.SameOutputs). Like replay, it stops at the first block
-// that does not succeed; the blocks after it keep their earlier outputs.
-// The result shows in full only the blocks whose outputs changed and the
-// one that stopped the run; the others get one line each. The caller
-// holds the execution right, so the indices stay those of entries.
-func (s *Server) rerunInPlace(ctx context.Context, r *engine.Run, ss *engine.Session, entries []history.Entry, first int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
-	var (
-		content []mcp.Content
-		last    = RunOutput{SessionID: ss.ID(), RunID: r.ID(), Status: "ok", Displays: []Display{}}
-		blocks  []BlockSummary
-		differ  []string
-		code    int
-	)
-	for _, e := range entries {
-		if e.IsCode() {
-			code++
-		}
-	}
-	k := 0
-	for i, e := range entries {
-		n := first + i
-		if !e.IsCode() {
-			continue // a notebook's text cell
-		}
-		k++
-		r.SetProgress(k, code)
-		b, old, err := r.RerunBlock(ctx, n-1, timeout)
-		if err != nil {
-			return errResult[RunOutput]("re-running block [%d]: %v", n, err)
-		}
-		out := RunOutput{SessionID: ss.ID(), RunID: r.ID(), Displays: []Display{}, Status: b.Status, Note: b.Note, ElapsedMS: b.Elapsed().Milliseconds(), HistoryUnsaved: b.HistoryUnsaved}
-		c := s.renderFor(ss, b.Result, &out, b.Shown)
-		sum := BlockSummary{Block: n, Status: out.Status, ExecutionCount: out.ExecutionCount, Outputs: "same"}
-		lo, hi := n-1, n
-		now, _ := ss.Slice(&lo, &hi)
-		changed := ""
-		if len(now) == 1 {
-			changed = history.DiffOutputs(old.Outputs, now[0].Outputs)
-		}
-		if changed != "" {
-			sum.Outputs = "changed: " + changed
-			differ = append(differ, fmt.Sprintf("[%d]", n))
-		}
-		if changed != "" || out.Status != "ok" {
-			sum.Result, sum.Error = out.Result, out.Error
-			head := fmt.Sprintf("[%d] %s", n, out.Status)
-			if changed != "" {
-				head += fmt.Sprintf(", outputs differ from those recorded before (%s):", changed)
-			}
-			content = append(content, &mcp.TextContent{Text: head})
-			content = append(content, c...)
-		} else {
-			content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%d] %s, same outputs", n, out.Status)})
-		}
-		blocks = append(blocks, sum)
-		last = out
-		if out.Status != "ok" {
-			break
-		}
-	}
-	last.Blocks = blocks
-	if len(entries) == 0 {
-		return textResult("No blocks in that range."), last, nil
-	}
-	head := rerunHeadline(entries, first, blocks, differ)
-	res := &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}
-	if last.Status != "ok" {
-		res.IsError = true
-	}
-	return res, last, nil
-}
-
-// rerunHeadline is engine.RerunHeadline of blocks.
-func rerunHeadline(entries []history.Entry, first int, blocks []BlockSummary, differ []string) string {
-	return engine.RerunHeadline(entries, first, replaySteps(blocks), differ)
 }
 
 // runSlice is run_code's history form: re-run blocks in the live kernel.
@@ -445,6 +284,6 @@ func (s *Server) runSlice(ctx context.Context, req *mcp.CallToolRequest, in RunC
 			n := ss.HistoryLen()
 			return errResult[RunOutput]("no blocks in that range: session %q has %d", ss.ID(), n)
 		}
-		return s.limitJoined(s.replay(ctx, r, ss, entries, first, timeout))
+		return callResult(s.results.LimitJoined(s.results.Replay(ctx, r, ss, entries, first, timeout)))
 	}, runHandoff(ss))
 }

@@ -9,11 +9,12 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/outputtext"
+	"github.com/kernel-mcp/kernel-mcp/toolresult"
 )
 
 // BenchmarkRenderNonChart renders a result that holds no chart (a print
-// and a DataFrame's text/plain and text/html) with the policy renderFor
-// makes, its modelImage set (engine.Session.ModelImage, of a real session)
+// and a DataFrame's text/plain and text/html) with the policy
+// toolresult.Renderer.Block makes, its modelImage set (engine.Session.ModelImage, of a real session)
 // and nil: what chart images add to the outputs that are not charts.
 func BenchmarkRenderNonChart(b *testing.B) {
 	if err := exec.Command("python3", "-c", "import ipykernel").Run(); err != nil {
@@ -35,15 +36,15 @@ func BenchmarkRenderNonChart(b *testing.B) {
 			"text/html":  jsonString(dataFrameHTML),
 		}},
 	}}
-	pol := func(withImages bool) *imagePolicy {
-		p := &imagePolicy{
-			maxInline:  srv.cfg.MaxInlineImage,
-			session:    ss.ID(),
-			store:      func() *engine.ImageStore { return ss.Images(true) },
-			widgetText: ss.WidgetText,
+	pol := func(withImages bool) *toolresult.ImagePolicy {
+		p := &toolresult.ImagePolicy{
+			MaxInline:  srv.cfg.MaxInlineImage,
+			Session:    ss.ID(),
+			Store:      func() *engine.ImageStore { return ss.Images(true) },
+			WidgetText: ss.WidgetText,
 		}
 		if withImages {
-			p.modelImage = func(o kernel.Output, d outputtext.Description) ([]byte, bool, error) {
+			p.ModelImage = func(o kernel.Output, d outputtext.Description) ([]byte, bool, error) {
 				return ss.ModelImage(context.Background(), o, d)
 			}
 		}
@@ -51,12 +52,12 @@ func BenchmarkRenderNonChart(b *testing.B) {
 	}
 	for _, c := range []struct {
 		name string
-		pol  *imagePolicy
+		pol  *toolresult.ImagePolicy
 	}{{"modelImage", pol(true)}, {"nil", pol(false)}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				var out RunOutput
-				renderWith(res, &out, srv.cfg.OutputLimit, c.pol, engine.StreamShown{})
+				toolresult.Render(res, &out, srv.cfg.OutputLimit, c.pol, engine.StreamShown{})
 			}
 		})
 	}

@@ -3,11 +3,10 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -79,54 +78,12 @@ func (s *Server) runNotebook(ctx context.Context, req *mcp.CallToolRequest, in R
 		if err := ss.CheckLanguage(lang, path); err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
-		return s.limitJoined(s.runCells(ctx, r, ss, path, picked, lo, hi, timeout))
+		return callResult(s.results.LimitJoined(s.results.Cells(ctx, r, ss, path, picked, lo, hi, timeout)))
 	}, runHandoff(ss))
 }
 
 // loadCells enters cells into the history without running them.
 func (s *Server) loadCells(ss *engine.Session, path string, cells []history.Cell, lo, hi int) (*mcp.CallToolResult, RunOutput, error) {
 	msg, behind := ss.LoadCells(path, cells, lo, hi)
-	return textResult(msg), RunOutput{SessionID: ss.ID(), Status: "ok", Displays: []Display{}, Note: msg, HistoryUnsaved: behind}, nil
-}
-
-// runCells runs a notebook's cells in order in the caller's turn, each code
-// cell as one history block, stopping at the first that does not succeed.
-func (s *Server) runCells(ctx context.Context, r *engine.Run, ss *engine.Session, path string, cells []history.Cell, lo, hi int, timeout time.Duration) (*mcp.CallToolResult, RunOutput, error) {
-	var (
-		content []mcp.Content
-		last    = RunOutput{SessionID: ss.ID(), RunID: r.ID(), Status: "ok", Displays: []Display{}}
-		blocks  []BlockSummary
-	)
-	name := filepath.Base(path)
-	total := hi - lo
-	n := lo // the code cell's index in the notebook
-	for _, c := range cells {
-		if c.Type != "code" {
-			now := time.Now()
-			r.Record(history.Entry{Code: c.Source, CellType: c.Type, Source: "notebook:" + path, Generation: ss.Generation(), Start: now, End: now, Outputs: []history.Output{}})
-			continue
-		}
-		r.SetProgress(n-lo+1, total)
-		cc, out, err := s.runBlock(ctx, r, ss, c.Source, "notebook:"+path, timeout)
-		if err != nil {
-			return errResult[RunOutput]("running code cell %d of %s: %v", n, name, err)
-		}
-		block := ss.HistoryLen()
-		blocks = append(blocks, BlockSummary{Block: block, Status: out.Status, ExecutionCount: out.ExecutionCount, Result: out.Result, Error: out.Error})
-		content = append(content, &mcp.TextContent{Text: fmt.Sprintf("[%s] %s", engine.CellLabel(n, c), out.Status)})
-		content = append(content, cc...)
-		last = out
-		if out.Status != "ok" {
-			head := fmt.Sprintf("Stopped at code cell %d of %s (%s); %d of %d code cells ran.", n, name, out.Status, n-lo+1, total)
-			if out.Error != nil {
-				head = fmt.Sprintf("Stopped at code cell %d of %s: %s. %d of %d code cells ran.", n, name, errorHeadline(out.Error), n-lo+1, total)
-			}
-			last.Blocks = blocks
-			return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...), IsError: true}, last, nil
-		}
-		n++
-	}
-	last.Blocks = blocks
-	head := fmt.Sprintf("Ran %d code cells of %s (%d to %d); all succeeded. Each is a block of the history.", total, name, lo, hi-1)
-	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)}, last, nil
+	return textResult(msg), RunOutput{SessionID: ss.ID(), Status: "ok", Displays: []toolresult.Display{}, Note: msg, HistoryUnsaved: behind}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/kernel-mcp/kernel-mcp/tasks"
+	"github.com/kernel-mcp/kernel-mcp/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -160,10 +161,12 @@ func (c *Config) setDefaults() {
 // Server is the kernel-mcp MCP server: the MCP tools and resources over an
 // engine's sessions. Close shuts every kernel down.
 type Server struct {
-	cfg   Config
-	eng   *engine.Engine
-	mcp   *mcp.Server
-	turns *engine.Turnstile
+	cfg Config
+	eng *engine.Engine
+	// results renders runs as cfg says (OutputLimit, MaxInlineImage, ImageLinkOnly).
+	results toolresult.Renderer
+	mcp     *mcp.Server
+	turns   *engine.Turnstile
 	// ticketKey is this server's secret _meta key for ordering tickets.
 	ticketKey string
 	// subscriptions counts resource subscriptions, across all clients.
@@ -215,7 +218,7 @@ func New(cfg Config) (*Server, error) {
 		eng.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, eng: eng, turns: engine.NewTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
+	s := &Server{cfg: cfg, eng: eng, results: toolresult.Renderer{Limit: cfg.OutputLimit, MaxInlineImage: cfg.MaxInlineImage, ImageLinkOnly: cfg.ImageLinkOnly}, turns: engine.NewTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
 		listeners: map[*engine.Run][]*attachment{}, tasks: st, taskKey: metaTaskPrefix + uuid.NewString(),
 		taskParamKey: metaTaskParamPrefix + uuid.NewString(), tasksStop: make(chan struct{}),
 		notices: taskNotices{conns: map[string]*orderedConn{}, to: map[string]string{}, told: map[string]tasks.Status{}}}

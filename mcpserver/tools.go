@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
+	"github.com/kernel-mcp/kernel-mcp/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -210,37 +211,25 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, ss *engi
 
 // executeThen is execute with then applied to the result inside the run, so
 // that every call that returns it (the first, or a wait_run) sees the same.
-func (s *Server) executeThen(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, code, source string, timeout time.Duration, background bool, then func(*mcp.CallToolResult, *RunOutput)) (*mcp.CallToolResult, RunOutput, error) {
+func (s *Server) executeThen(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, code, source string, timeout time.Duration, background bool, then func(*toolresult.Result, *RunOutput)) (*mcp.CallToolResult, RunOutput, error) {
 	return runTool(s, ctx, req, ss, background, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, RunOutput, error) {
-		content, out, err := s.runBlock(ctx, r, ss, code, source, timeout)
+		parts, out, err := s.results.RunBlock(ctx, r, ss, code, source, timeout)
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
-		res := &mcp.CallToolResult{Content: content, IsError: out.Status != "ok"}
+		res := &toolresult.Result{Parts: parts, IsError: out.Status != "ok"}
 		if then != nil {
 			then(res, &out)
 		}
-		return res, out, nil
+		return callResult(res, out, nil)
 	}, runHandoff(ss))
-}
-
-// runBlock runs one block as part of run r (engine.Run.RunBlock) and
-// renders it.
-func (s *Server) runBlock(ctx context.Context, r *engine.Run, ss *engine.Session, code, source string, timeout time.Duration) ([]mcp.Content, RunOutput, error) {
-	out := RunOutput{SessionID: ss.ID(), RunID: r.ID(), Displays: []Display{}}
-	b, err := r.RunBlock(ctx, code, source, timeout)
-	if err != nil {
-		return nil, out, err
-	}
-	out.Status, out.Note, out.ElapsedMS, out.HistoryUnsaved = b.Status, b.Note, b.Elapsed().Milliseconds(), b.HistoryUnsaved
-	return s.renderFor(ss, b.Result, &out, b.Shown), out, nil
 }
 
 // runHandoff is run_code's output for a call that returns before its run
 // ends.
 func runHandoff(ss *engine.Session) func(v engine.RunView, output string) RunOutput {
 	return func(v engine.RunView, output string) RunOutput {
-		return RunOutput{SessionID: ss.ID(), RunID: v.RunID, Status: v.Status, Output: output, Displays: []Display{},
+		return RunOutput{SessionID: ss.ID(), RunID: v.RunID, Status: v.Status, Output: output, Displays: []toolresult.Display{},
 			Prompt: v.Prompt, Password: v.Password, ElapsedMS: v.ElapsedMS}
 	}
 }
