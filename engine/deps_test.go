@@ -10,13 +10,13 @@ import (
 // adapter, so it can be used and tested without either; nor do its
 // packages for the data tools and tracebacks, nor the web view, which
 // works on the engine as the adapter does, nor the tool results the
-// adapter renders as MCP content.
+// adapter renders as MCP content, nor the tasks' lifecycle.
 func TestEngineKnowsNoMCP(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to list the dependencies with")
 	}
-	for _, pkg := range []string{"engine", "engine/datatools", "engine/traceback", "webview", "toolresult"} {
+	for _, pkg := range []string{"engine", "engine/datatools", "engine/traceback", "webview", "toolresult", "tasks"} {
 		out, err := exec.Command(gobin, "list", "-deps", "github.com/kernel-mcp/kernel-mcp/"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list: %v\n%s", err, out)

@@ -212,10 +212,10 @@ func inputRequestID(seq int) string { return fmt.Sprintf("input-%d", seq) }
 // seq without its answer field.
 func answerMissing(req *mcp.CallToolRequest, seq int) bool {
 	resp, ok := req.Params.InputResponses[inputRequestID(seq)].(*mcp.ElicitResult)
-	if !ok || resp.Action != "accept" {
+	if !ok {
 		return false
 	}
-	_, ok = resp.Content["answer"].(string)
+	_, ok = replyOf(resp)
 	return !ok
 }
 
@@ -240,24 +240,31 @@ func (s *Server) resume(req *mcp.CallToolRequest) (r *engine.Run, note string, e
 		return nil, "", err
 	}
 	if resp, ok := req.Params.InputResponses[inputRequestID(seq)].(*mcp.ElicitResult); ok {
-		var ans engine.Reply
-		switch resp.Action {
-		case "accept":
-			if answerMissing(req, seq) {
-				if q := r.PendingQuestion(); q == nil || q.Seq != seq {
-					return r, "", nil // answered meanwhile (send_input): no note
-				}
-				return r, fmt.Sprintf("The answer to the question of run %s came without an answer field, so the code was given nothing and still waits.", r.ID()), nil
+		ans, ok := replyOf(resp)
+		if !ok {
+			if q := r.PendingQuestion(); q == nil || q.Seq != seq {
+				return r, "", nil // answered meanwhile (send_input): no note
 			}
-			ans.Text = resp.Content["answer"].(string)
-		case "decline":
-			ans.Err = engine.ErrInputDeclined
-		default:
-			ans.Err = engine.ErrInputCancelled
+			return r, fmt.Sprintf("The answer to the question of run %s came without an answer field, so the code was given nothing and still waits.", r.ID()), nil
 		}
 		r.Answer(seq, ans) // a question answered meanwhile keeps its answer
 	}
 	return r, "", nil
+}
+
+// replyOf is the reply an elicitation result gives the code's question.
+// ok is false for an accept without its answer field, which is no answer.
+func replyOf(resp *mcp.ElicitResult) (ans engine.Reply, ok bool) {
+	switch resp.Action {
+	case "accept":
+		ans.Text, ok = resp.Content["answer"].(string)
+		return ans, ok
+	case "decline":
+		ans.Err = engine.ErrInputDeclined
+	default:
+		ans.Err = engine.ErrInputCancelled
+	}
+	return ans, true
 }
 
 // releaseTicket gives back the ordering ticket of a call that joins no

@@ -192,11 +192,10 @@ type Server struct {
 	// tasks are the calls that became MCP tasks (tasks.go); taskKey and
 	// taskParamKey are secret _meta keys, as ticketKey is: the first marks
 	// a handler's result as a task, the second carries a 2025-11-25
-	// call's params.task to its handler. tasksStop ends the watchers.
-	tasks        *tasks.Store
+	// call's params.task to its handler.
+	tasks        *tasks.Manager
 	taskKey      string
 	taskParamKey string
-	tasksStop    chan struct{}
 	noticeMu     sync.Mutex
 	notices      taskNotices
 }
@@ -219,9 +218,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, eng: eng, results: toolresult.Renderer{Limit: cfg.OutputLimit, MaxInlineImage: cfg.MaxInlineImage, ImageLinkOnly: cfg.ImageLinkOnly}, turns: engine.NewTurnstile(), ticketKey: metaTicketPrefix + uuid.NewString(),
-		listeners: map[*engine.Run][]*attachment{}, tasks: st, taskKey: metaTaskPrefix + uuid.NewString(),
-		taskParamKey: metaTaskParamPrefix + uuid.NewString(), tasksStop: make(chan struct{}),
-		notices: taskNotices{conns: map[string]*orderedConn{}, to: map[string]string{}, told: map[string]tasks.Status{}}}
+		listeners: map[*engine.Run][]*attachment{}, taskKey: metaTaskPrefix + uuid.NewString(),
+		taskParamKey: metaTaskParamPrefix + uuid.NewString(),
+		notices:      taskNotices{conns: map[string]*orderedConn{}, to: map[string]string{}, told: map[string]tasks.Status{}}}
+	s.tasks = tasks.NewManager(st, eng, taskResult, s.notifyTask)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "kernel-mcp", Title: "kernel-mcp: Jupyter kernels for AI assistants", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions(cfg) + sandboxInstructions(cfg),
 		Logger:       cfg.Logger,
@@ -266,14 +266,13 @@ func (s *Server) Engine() *engine.Engine { return s.eng }
 // and for the idle timers. Calls in flight fail; histories are kept.
 func (s *Server) Close() error {
 	s.progressMu.Lock()
-	if !s.closing {
-		close(s.tasksStop) // before the engine: a run the stop cuts short stays live in its task's record
-	}
 	s.closing = true
 	s.progressMu.Unlock()
+	s.tasks.Stop() // before the engine: a run the stop cuts short stays live in its task's record
 	err := s.eng.Close()
 	<-s.eventsDone
 	s.progress.Wait()
+	s.tasks.Wait()
 	return err
 }
 

@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
@@ -17,9 +15,10 @@ import (
 // tasks_wire.go): the io.modelcontextprotocol/tasks extension (SEP-2663)
 // for clients of protocol 2026-07-28 that declare it on the call, where the
 // server alone decides; and the 2025-11-25 tasks, where the client asks
-// with params.task. Either way a task is a run: its record (package tasks)
-// names the run, its status follows the run's, and its result is the one
-// wait_run returns. This file is what both share.
+// with params.task. Either way a task is a run: tasks.Manager keeps its
+// record, which names the run, its status follows the run's, and its
+// result is the one wait_run returns (taskResult). This file is what both
+// share.
 
 // taskTools are the tools whose calls may become tasks: those whose work is
 // a run (runTool).
@@ -122,87 +121,15 @@ func taskOrResult[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequ
 		conn, _ := p["conn"].(string)
 		s.noticeTo(rec.ID, conn)
 	}
-	s.watchTask(rec.ID, r)
+	s.tasks.Watch(rec.ID, r)
 	res := &mcp.CallToolResult{Meta: mcp.Meta{s.taskKey: rec.ID}}
 	return res, handoff(r.View(), ""), nil
 }
 
-// taskView is a task as both designs show it.
-type taskView struct {
-	rec     tasks.Record
-	status  tasks.Status
-	message string
-	// question is the run's open input() while status is input_required.
-	question *engine.Question
-	run      *engine.Run // nil once the record alone says how it ended
-}
-
-// task returns the task id as it is now, recording its end if its run
-// ended.
-func (s *Server) task(id string) (taskView, error) {
-	rec, err := s.tasks.Get(id)
-	if err != nil {
-		return taskView{}, err
-	}
-	if rec.Status.Terminal() {
-		return taskView{rec: rec, status: rec.Status, message: rec.Message}, nil
-	}
-	r := s.runOf(rec)
-	if r == nil {
-		msg := fmt.Sprintf("run %s of session %q is gone (the session was deleted or reset); its output, if any, is in the history", rec.Run, rec.Session)
-		ej, _ := json.Marshal(map[string]any{"code": -32603, "message": msg})
-		rec, err = s.tasks.Finish(id, tasks.Failed, nil, ej, msg)
-		if err != nil {
-			return taskView{}, err
-		}
-		return taskView{rec: rec, status: rec.Status, message: rec.Message}, nil
-	}
-	if r.Ended() {
-		if rec, err = s.finishTask(id, r); err != nil {
-			return taskView{}, err
-		}
-		return taskView{rec: rec, status: rec.Status, message: rec.Message}, nil
-	}
-	v := taskView{rec: rec, status: tasks.Working, run: r}
-	if q := r.PendingQuestion(); q != nil {
-		v.status, v.question = tasks.InputRequired, q
-		v.message = fmt.Sprintf("run %s in session %q waits for input: %q", r.ID(), rec.Session, strings.TrimSpace(q.Req.Prompt))
-		return v, nil
-	}
-	rv := r.View()
-	v.message = fmt.Sprintf("run %s in session %q is %s", r.ID(), rec.Session, rv.Status)
-	if rv.ElapsedMS > 0 {
-		v.message += fmt.Sprintf(" (%v)", (time.Duration(rv.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond))
-	}
-	if rv.Progress != "" {
-		v.message += ", at " + rv.Progress
-	}
-	if rv.LastLine != "" {
-		v.message += "; last output: " + rv.LastLine
-	}
-	if rec.CancelRequested {
-		v.message += "; cancelling"
-	}
-	return v, nil
-}
-
-// runOf is the run a task follows; nil when the server no longer knows it.
-func (s *Server) runOf(rec tasks.Record) *engine.Run {
-	ss, err := s.eng.Lookup(rec.Session)
-	if err != nil {
-		return nil
-	}
-	r, err := ss.FindRun(rec.Run)
-	if err != nil {
-		return nil
-	}
-	return r
-}
-
-// finishTask records how the task's ended run ended: completed with the
-// result wait_run returns, or cancelled when its client cancelled it
-// (saying whether the namespace was kept).
-func (s *Server) finishTask(id string, r *engine.Run) (tasks.Record, error) {
+// taskResult is the result a task of run r ends with, as JSON: the one
+// wait_run returns (a handler's Go error as a tool error), and the note
+// that says what became of the session.
+func taskResult(r *engine.Run) (json.RawMessage, string, error) {
 	res, out, err := final[any](r)
 	if err != nil || res == nil {
 		msg := "the run failed"
@@ -215,90 +142,24 @@ func (s *Server) finishTask(id string, r *engine.Run) (tasks.Record, error) {
 	if res.StructuredContent == nil && out != nil {
 		res.StructuredContent = out
 	}
-	b, jerr := json.Marshal(res)
-	if jerr != nil {
-		return tasks.Record{}, jerr
+	note := ""
+	if o, ok := out.(RunOutput); ok {
+		note = o.Note
 	}
-	rec, gerr := s.tasks.Get(id)
-	if gerr != nil {
-		return tasks.Record{}, gerr
-	}
-	if rec.CancelRequested {
-		msg := fmt.Sprintf("cancelled (tasks/cancel): run %s in session %q was interrupted.", r.ID(), rec.Session)
-		if o, ok := out.(RunOutput); ok && o.Note != "" {
-			msg += " " + o.Note
-		} else if !r.Started() {
-			msg += " It had not started; nothing ran, and the namespace is as it was."
-		}
-		return s.tasks.Finish(id, tasks.Cancelled, b, nil, msg)
-	}
-	return s.tasks.Finish(id, tasks.Completed, b, nil, "")
-}
-
-// watchTask records the task's end as soon as its run ends, so that the
-// result survives a restart even if nobody polled for it. The watcher stops
-// with the server: a run the server's stop cuts short is ended as such by
-// the next server (tasks.Open).
-func (s *Server) watchTask(id string, r *engine.Run) {
-	s.progressMu.Lock()
-	defer s.progressMu.Unlock()
-	if s.closing {
-		return
-	}
-	s.progress.Go(func() { s.followTask(id, r) })
-}
-
-// cancelTask interrupts the task's run (a queued one never starts). The
-// task ends cancelled once the run stops. ok is false for a task already
-// over.
-func (s *Server) cancelTask(id string) (ok bool, err error) {
-	rec, ok, err := s.tasks.RequestCancel(id)
-	if err != nil || !ok {
-		return ok, err
-	}
-	if r := s.runOf(rec); r != nil {
-		r.Cancel()
-	}
-	return true, nil
-}
-
-// awaitTaskEnd waits, at most d, until the task's run has ended and the
-// task is recorded as over.
-func (s *Server) awaitTaskEnd(ctx context.Context, id string, d time.Duration) (taskView, error) {
-	v, err := s.task(id)
-	if err != nil || v.run == nil {
-		return v, err
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-v.run.Done():
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return s.task(id)
+	b, err := json.Marshal(res)
+	return b, note, err
 }
 
 // answerTask gives the run's open question the answer in resp (an
 // elicitation result keyed by inputRequestID). Answers to keys not open
-// are ignored, as SEP-2663 asks.
+// are ignored, as SEP-2663 asks; an accept without its answer field leaves
+// the question open.
 func (s *Server) answerTask(r *engine.Run, key string, resp *mcp.ElicitResult) {
 	q := r.PendingQuestion()
 	if q == nil || key != inputRequestID(q.Seq) || resp == nil {
 		return
 	}
-	var ans engine.Reply
-	switch resp.Action {
-	case "accept":
-		text, ok := resp.Content["answer"].(string)
-		if !ok {
-			return // no answer field: the question stays open
-		}
-		ans.Text = text
-	case "decline":
-		ans.Err = engine.ErrInputDeclined
-	default:
-		ans.Err = engine.ErrInputCancelled
+	if ans, ok := replyOf(resp); ok {
+		r.Answer(q.Seq, ans)
 	}
-	r.Answer(q.Seq, ans)
 }

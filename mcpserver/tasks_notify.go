@@ -3,12 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/google/uuid"
-	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,13 +89,13 @@ func (s *Server) notifyTask(id string) {
 	if c == nil {
 		return
 	}
-	v, err := s.task(id)
-	if err != nil || v.status == last {
+	v, err := s.tasks.Task(id)
+	if err != nil || v.Status == last {
 		return
 	}
 	s.noticeMu.Lock()
-	s.notices.told[id] = v.status
-	if v.status.Terminal() {
+	s.notices.told[id] = v.Status
+	if v.Status.Terminal() {
 		delete(s.notices.to, id)
 		delete(s.notices.told, id)
 	}
@@ -107,26 +105,6 @@ func (s *Server) notifyTask(id string) {
 		return
 	}
 	c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/tasks/status", Params: b})
-}
-
-// followTask notifies the task's status changes until its run ends (then
-// records the end) or the server stops.
-func (s *Server) followTask(id string, r *engine.Run) {
-	for {
-		changed := r.Changed()
-		s.notifyTask(id)
-		select {
-		case <-r.Done():
-			if _, err := s.finishTask(id, r); err != nil && !errors.Is(err, tasks.ErrExpired) {
-				s.cfg.Logger.Warn("recording a task's end", "task", id, "err", err)
-			}
-			s.notifyTask(id)
-			return
-		case <-changed:
-		case <-s.tasksStop:
-			return
-		}
-	}
 }
 
 // taskStream answers what of a client's messages concerns SEP-2663's task
@@ -203,7 +181,7 @@ func (s *Server) notifyListens(id string) {
 	if len(ls) == 0 {
 		return
 	}
-	v, err := s.task(id)
+	v, err := s.tasks.Task(id)
 	if err != nil {
 		return
 	}
@@ -213,8 +191,8 @@ func (s *Server) notifyListens(id string) {
 	}
 	for _, l := range ls {
 		s.noticeMu.Lock()
-		fresh := l.told[id] != v.status
-		l.told[id] = v.status
+		fresh := l.told[id] != v.Status
+		l.told[id] = v.Status
 		s.noticeMu.Unlock()
 		if fresh {
 			l.conn.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/tasks", Params: b})

@@ -93,17 +93,17 @@ func taskErr(err error) error {
 }
 
 // lookupTask checks the request and returns its task.
-func (s *Server) lookupTask(method string, ss *mcp.ServerSession, p *taskParams) (taskMode, taskView, error) {
+func (s *Server) lookupTask(method string, ss *mcp.ServerSession, p *taskParams) (taskMode, tasks.View, error) {
 	mode, err := taskEra(method, ss, p)
 	if err != nil {
-		return mode, taskView{}, err
+		return mode, tasks.View{}, err
 	}
 	if p == nil || p.TaskID == "" {
-		return mode, taskView{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": taskId is required"}
+		return mode, tasks.View{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": taskId is required"}
 	}
-	v, err := s.task(p.TaskID)
+	v, err := s.tasks.Task(p.TaskID)
 	if err != nil {
-		return mode, taskView{}, taskErr(err)
+		return mode, tasks.View{}, taskErr(err)
 	}
 	return mode, v, nil
 }
@@ -124,10 +124,10 @@ func (s *Server) tasksUpdate(ctx context.Context, ss *mcp.ServerSession, p *task
 	if err != nil {
 		return nil, err
 	}
-	if v.run != nil {
+	if v.Run != nil {
 		for key, resp := range p.InputResponses {
 			er, _ := resp.(*mcp.ElicitResult)
-			s.answerTask(v.run, key, er)
+			s.answerTask(v.Run, key, er)
 		}
 	}
 	return &ackResult{ResultType: "complete"}, nil
@@ -139,7 +139,7 @@ func (s *Server) tasksCancel(ctx context.Context, ss *mcp.ServerSession, p *task
 		return nil, err
 	}
 	if mode == sepTask {
-		if _, err := s.cancelTask(v.rec.ID); err != nil {
+		if _, err := s.tasks.Cancel(v.Record.ID); err != nil {
 			return nil, taskErr(err)
 		}
 		return &ackResult{ResultType: "complete"}, nil
@@ -147,20 +147,20 @@ func (s *Server) tasksCancel(ctx context.Context, ss *mcp.ServerSession, p *task
 	// 2025-11-25: a task already over is refused, and the answer is the
 	// task as cancelled, so the run is waited for (at most --max-wait) to
 	// say whether its namespace was kept.
-	if v.status.Terminal() {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %s is already %s; it cannot be cancelled", v.rec.ID, v.status)}
+	if v.Status.Terminal() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %s is already %s; it cannot be cancelled", v.Record.ID, v.Status)}
 	}
-	if _, err := s.cancelTask(v.rec.ID); err != nil {
+	if _, err := s.tasks.Cancel(v.Record.ID); err != nil {
 		return nil, taskErr(err)
 	}
-	v, err = s.awaitTaskEnd(ctx, v.rec.ID, s.cfg.MaxWait)
+	v, err = s.tasks.AwaitEnd(ctx, v.Record.ID, s.cfg.MaxWait)
 	if err != nil {
 		return nil, taskErr(err)
 	}
 	lt := s.oldTaskOf(v)
 	lt.Status = tasks.Cancelled
-	if !v.status.Terminal() {
-		lt.StatusMessage = fmt.Sprintf("cancelled (tasks/cancel): run %s in session %q was interrupted and is still stopping", v.rec.Run, v.rec.Session)
+	if !v.Status.Terminal() {
+		lt.StatusMessage = fmt.Sprintf("cancelled (tasks/cancel): run %s in session %q was interrupted and is still stopping", v.Record.Run, v.Record.Session)
 	}
 	return &legacyTaskResult{oldTask: lt}, nil
 }
@@ -176,12 +176,12 @@ func (s *Server) tasksResult(ctx context.Context, ss *mcp.ServerSession, p *task
 		return nil, err
 	}
 	asked := -1
-	for v.run != nil {
-		if q := v.question; q != nil && q.Seq != asked && clientElicits(ss) {
+	for v.Run != nil {
+		if q := v.Question; q != nil && q.Seq != asked && clientElicits(ss) {
 			asked = q.Seq
-			ir := inputRequest(v.run, q).InputRequests[inputRequestID(q.Seq)].(*mcp.ElicitParams)
+			ir := inputRequest(v.Run, q).InputRequests[inputRequestID(q.Seq)].(*mcp.ElicitParams)
 			ep := *ir
-			ep.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": v.rec.ID}}
+			ep.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": v.Record.ID}}
 			resp, err := ss.Elicit(ctx, &ep)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -189,11 +189,11 @@ func (s *Server) tasksResult(ctx context.Context, ss *mcp.ServerSession, p *task
 				}
 				resp = &mcp.ElicitResult{Action: "cancel"}
 			}
-			s.answerTask(v.run, inputRequestID(q.Seq), resp)
+			s.answerTask(v.Run, inputRequestID(q.Seq), resp)
 		} else {
 			t := time.NewTimer(taskPollInterval / 4)
 			select {
-			case <-v.run.Done():
+			case <-v.Run.Done():
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
@@ -201,22 +201,22 @@ func (s *Server) tasksResult(ctx context.Context, ss *mcp.ServerSession, p *task
 			}
 			t.Stop()
 		}
-		if v, err = s.task(v.rec.ID); err != nil {
+		if v, err = s.tasks.Task(v.Record.ID); err != nil {
 			return nil, taskErr(err)
 		}
 	}
-	related := mcp.Meta{metaRelatedTask: map[string]any{"taskId": v.rec.ID}}
-	if v.status == tasks.Failed {
+	related := mcp.Meta{metaRelatedTask: map[string]any{"taskId": v.Record.ID}}
+	if v.Status == tasks.Failed {
 		var e jsonrpc.Error
-		if json.Unmarshal(v.rec.Error, &e) != nil || e.Code == 0 {
-			e = jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: v.rec.Message}
+		if json.Unmarshal(v.Record.Error, &e) != nil || e.Code == 0 {
+			e = jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: v.Record.Message}
 		}
 		return nil, &e
 	}
-	if len(v.rec.Result) == 0 {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s is %s without a result: %s", v.rec.ID, v.status, v.rec.Message)}
+	if len(v.Record.Result) == 0 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s is %s without a result: %s", v.Record.ID, v.Status, v.Record.Message)}
 	}
-	return &rawResult{body: v.rec.Result, meta: related}, nil
+	return &rawResult{body: v.Record.Result, meta: related}, nil
 }
 
 func (s *Server) tasksList(ctx context.Context, ss *mcp.ServerSession, p *taskParams) (mcp.Result, error) {
@@ -228,7 +228,7 @@ func (s *Server) tasksList(ctx context.Context, ss *mcp.ServerSession, p *taskPa
 	}
 	out := &legacyListResult{Tasks: []oldTask{}}
 	for _, rec := range s.tasks.List() {
-		v, err := s.task(rec.ID)
+		v, err := s.tasks.Task(rec.ID)
 		if err != nil {
 			continue // expired meanwhile
 		}
@@ -290,14 +290,14 @@ func legacyEra(v string) bool { return v >= protocolOldTasks && v < protocolSEPT
 
 // createTaskResult is the answer of a call that became task id.
 func (s *Server) createTaskResult(id string) (mcp.Result, error) {
-	v, err := s.task(id)
+	v, err := s.tasks.Task(id)
 	if err != nil {
 		return nil, taskErr(err)
 	}
 	// The run the task follows, for a client or a view that follows runs
 	// (the cell view, wait_run, get_value during the run).
-	run := mcp.Meta{metaTaskRun: map[string]any{"session_id": v.rec.Session, "run_id": v.rec.Run}}
-	if v.rec.Protocol >= protocolSEPTasks {
+	run := mcp.Meta{metaTaskRun: map[string]any{"session_id": v.Record.Session, "run_id": v.Record.Run}}
+	if v.Record.Protocol >= protocolSEPTasks {
 		t := s.sepTaskOf(v, "task", false)
 		t.Meta = run
 		return t, nil
@@ -328,9 +328,9 @@ type sepTaskResult struct {
 	Error          json.RawMessage     `json:"error,omitempty"`
 }
 
-func (s *Server) sepTaskOf(v taskView, resultType string, detailed bool) *sepTaskResult {
-	t := &sepTaskResult{ResultType: resultType, TaskID: v.rec.ID, Status: v.status, StatusMessage: v.message,
-		CreatedAt: stamp(v.rec.Created), LastUpdatedAt: stamp(v.rec.Updated), TTLMs: s.ttlOf(v).Milliseconds(),
+func (s *Server) sepTaskOf(v tasks.View, resultType string, detailed bool) *sepTaskResult {
+	t := &sepTaskResult{ResultType: resultType, TaskID: v.Record.ID, Status: v.Status, StatusMessage: v.Message,
+		CreatedAt: stamp(v.Record.Created), LastUpdatedAt: stamp(v.Record.Updated), TTLMs: s.tasks.TTLOf(v.Record).Milliseconds(),
 		PollIntervalMs: taskPollInterval.Milliseconds()}
 	if !detailed {
 		if t.Status == tasks.InputRequired {
@@ -338,25 +338,15 @@ func (s *Server) sepTaskOf(v taskView, resultType string, detailed bool) *sepTas
 		}
 		return t
 	}
-	switch v.status {
+	switch v.Status {
 	case tasks.InputRequired:
-		t.InputRequests = inputRequest(v.run, v.question).InputRequests
+		t.InputRequests = inputRequest(v.Run, v.Question).InputRequests
 	case tasks.Completed:
-		t.Result = v.rec.Result
+		t.Result = v.Record.Result
 	case tasks.Failed:
-		t.Error = v.rec.Error
+		t.Error = v.Record.Error
 	}
 	return t
-}
-
-// ttlOf is the task's time-to-live from its creation as it stands: the
-// configured TTL, or more for a run that outlasted it (it is kept a TTL
-// past its end).
-func (s *Server) ttlOf(v taskView) time.Duration {
-	if at := v.rec.ExpiresAt(); !at.IsZero() {
-		return at.Sub(v.rec.Created)
-	}
-	return max(v.rec.TTL, s.tasks.Now().Sub(v.rec.Created).Truncate(time.Second)+v.rec.TTL)
 }
 
 // stamp is an ISO 8601 time as both designs write them.
@@ -380,9 +370,9 @@ type oldTask struct {
 	PollInterval  int64        `json:"pollInterval,omitempty"`
 }
 
-func (s *Server) oldTaskOf(v taskView) oldTask {
-	return oldTask{TaskID: v.rec.ID, Status: v.status, StatusMessage: v.message, CreatedAt: stamp(v.rec.Created),
-		LastUpdatedAt: stamp(v.rec.Updated), TTL: s.ttlOf(v).Milliseconds(), PollInterval: taskPollInterval.Milliseconds()}
+func (s *Server) oldTaskOf(v tasks.View) oldTask {
+	return oldTask{TaskID: v.Record.ID, Status: v.Status, StatusMessage: v.Message, CreatedAt: stamp(v.Record.Created),
+		LastUpdatedAt: stamp(v.Record.Updated), TTL: s.tasks.TTLOf(v.Record).Milliseconds(), PollInterval: taskPollInterval.Milliseconds()}
 }
 
 type legacyCreateResult struct {

@@ -1,13 +1,16 @@
 // Package tasks keeps the records of MCP tasks: a tool call that the server
 // turned into a task, its unguessable id, the run it follows, when it was
-// made and when it expires, and how it ended. It knows nothing of MCP's wire
-// forms or of kernels: the adapter (mcpserver) maps a record to a run and
-// renders it for the protocol the client speaks.
+// made and when it expires, and how it ended; and, in a Manager, its
+// lifecycle bound to the engine run it follows (status, end, cancel). It
+// knows nothing of MCP's wire forms: the adapter (mcpserver) renders a task
+// for the protocol the client speaks.
 //
 //	st, err := tasks.Open(dir, time.Hour, nil)
-//	rec, err := st.Create(tasks.Record{Session: "fit", Run: "r2", Tool: "run_code"})
+//	m := tasks.NewManager(st, eng, resultJSON, notify)
+//	rec, err := m.Create(tasks.Record{Session: "fit", Run: "r2", Tool: "run_code"})
 //	// rec.ID goes to the client only now: the record is on disk.
-//	st.Finish(rec.ID, tasks.Completed, resultJSON, nil, "")
+//	m.Watch(rec.ID, run) // records the run's end, tells notify of changes
+//	v, err := m.Task(rec.ID)
 //
 // Records live in one JSON file each, written and fsynced before Create
 // returns, so a task handed out survives a restart of the server. A record
@@ -48,7 +51,7 @@ const (
 func (s Status) Terminal() bool { return s == Completed || s == Failed || s == Cancelled }
 
 // Record is what the store keeps of a task. Live fields (Status while the
-// run goes on) are the adapter's to compute from the run; the store keeps
+// run goes on) are the Manager's to compute from the run; the store keeps
 // the terminal ones.
 type Record struct {
 	ID string `json:"id"`
@@ -189,6 +192,15 @@ func (s *Store) Now() time.Time { return s.now() }
 
 // TTL is the time-to-live of new tasks.
 func (s *Store) TTL() time.Duration { return s.ttl }
+
+// TTLOf is rec's time-to-live from its creation as it stands: its TTL, or
+// more for a run that outlasted it (it is kept a TTL past its end).
+func (s *Store) TTLOf(rec Record) time.Duration {
+	if at := rec.ExpiresAt(); !at.IsZero() {
+		return at.Sub(rec.Created)
+	}
+	return max(rec.TTL, s.Now().Sub(rec.Created).Truncate(time.Second)+rec.TTL)
+}
 
 // Create gives rec a new id and its times, and writes it (fsynced) before
 // returning: once the caller has the id, Get finds it, across a restart too.
