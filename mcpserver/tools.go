@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
-	"github.com/kernel-mcp/kernel-mcp/kernel/kernelspec"
 	"github.com/kernel-mcp/kernel-mcp/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -93,29 +92,6 @@ type SessionStatusOutput struct {
 type MessageOutput struct {
 	SessionID string `json:"session_id"`
 	Message   string `json:"message"`
-}
-
-// ListKernelsOutput is the structured content of list_kernels.
-type ListKernelsOutput struct {
-	Kernels      []KernelSpecInfo  `json:"kernels"`
-	Interpreters []InterpreterInfo `json:"interpreters"`
-}
-
-// KernelSpecInfo describes one installed kernelspec.
-type KernelSpecInfo struct {
-	Name        string   `json:"name"`
-	DisplayName string   `json:"display_name"`
-	Language    string   `json:"language"`
-	Argv        []string `json:"argv"`
-	Source      string   `json:"source"`
-}
-
-// InterpreterInfo describes one Python interpreter found.
-type InterpreterInfo struct {
-	Path      string `json:"path"`
-	Version   string `json:"version"`
-	IPyKernel string `json:"ipykernel"`
-	Source    string `json:"source"`
 }
 
 func (s *Server) addTools() {
@@ -386,37 +362,10 @@ func (s *Server) sessionStatus(ctx context.Context, req *mcp.CallToolRequest, in
 	return textResult(st.Text(id, s.cfg.UIURL)), SessionStatusOutput{st.Info, s.cfg.UIURL, readNote}, nil
 }
 
-func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ListKernelsOutput, error) {
-	out := ListKernelsOutput{Kernels: []KernelSpecInfo{}, Interpreters: []InterpreterInfo{}}
-	if s.cfg.GatewayURL != "" {
-		return s.listGatewayKernels(ctx, out)
-	}
-	specs, err := kernelspec.Find(ctx, kernelspec.FindOptions{Python: s.cfg.Python})
+func (s *Server) listKernels(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, engine.KernelList, error) {
+	out, text, err := s.eng.ListKernels(ctx)
 	if err != nil {
-		return errResult[ListKernelsOutput]("finding kernelspecs: %v", err)
+		return errResult[engine.KernelList]("%v", err)
 	}
-	var text strings.Builder
-	text.WriteString("Kernelspecs:\n")
-	for _, sp := range specs {
-		out.Kernels = append(out.Kernels, KernelSpecInfo{Name: sp.Name, DisplayName: sp.DisplayName, Language: sp.Language, Argv: sp.Argv, Source: sp.Source})
-		fmt.Fprintf(&text, "  %s (%s, %s) from %s\n", sp.Name, sp.DisplayName, sp.Language, sp.Source)
-	}
-	if len(specs) == 0 {
-		text.WriteString("  (none installed)\n")
-	}
-	text.WriteString("Python interpreters:\n")
-	ropts := kernelspec.ResolveOptions{Python: s.cfg.Python}
-	if s.cfg.Sandbox != nil {
-		// Listing an interpreter runs it, outside the sandbox.
-		ropts.Allow = s.eng.PythonAllowed
-	}
-	for _, in := range kernelspec.Interpreters(ctx, ropts) {
-		out.Interpreters = append(out.Interpreters, InterpreterInfo{Path: in.Path, Version: in.Version, IPyKernel: in.IPyKernel, Source: in.Source})
-		ipk := "ipykernel " + in.IPyKernel
-		if in.IPyKernel == "" {
-			ipk = "no ipykernel (install_package cannot help here: run " + in.Path + " -m pip install ipykernel)"
-		}
-		fmt.Fprintf(&text, "  %s (Python %s, %s) from %s\n", in.Path, in.Version, ipk, in.Source)
-	}
-	return textResult(strings.TrimRight(text.String(), "\n")), out, nil
+	return textResult(text), out, nil
 }
