@@ -161,49 +161,6 @@ type SaveFigureOutput struct {
 	Block int `json:"block"`
 }
 
-// Coefficient is one row of an OLS estimate.
-type Coefficient struct {
-	Name   string   `json:"name"`
-	Coef   *float64 `json:"coef"`
-	StdErr *float64 `json:"std_err"`
-	T      *float64 `json:"t"`
-	P      *float64 `json:"p"`
-	// CI is the 95% confidence interval, as the summary gives it.
-	CI [2]*float64 `json:"ci"`
-}
-
-// TestStat is a test statistic with its p-value.
-type TestStat struct {
-	Stat *float64 `json:"stat"`
-	P    *float64 `json:"p"`
-	Lags int      `json:"lags,omitempty"`
-}
-
-// EstimateOLSOutput is the structured content of estimate_ols.
-type EstimateOLSOutput struct {
-	SessionID      string        `json:"session_id"`
-	Model          string        `json:"model"` // the variable holding the fitted result
-	Nobs           int           `json:"nobs"`
-	Coefficients   []Coefficient `json:"coefficients"`
-	R2             *float64      `json:"r2"`
-	AdjR2          *float64      `json:"adj_r2"`
-	DurbinWatson   *float64      `json:"durbin_watson"`
-	JarqueBera     TestStat      `json:"jarque_bera"`
-	BreuschGodfrey TestStat      `json:"breusch_godfrey"`
-	CovType        string        `json:"cov_type"`
-	MaxLags        int           `json:"maxlags,omitempty"` // of cov_type HAC
-	// Summary is statsmodels' summary text: the text content gives it,
-	// so the structured content leaves it out.
-	Summary string `json:"summary,omitempty"`
-	// Note says when the residuals look autocorrelated and the standard
-	// errors assume they are not.
-	Note string `json:"note,omitempty"`
-	// RunID and Status are set when the call handed the fit off as a run
-	// still going (see wait_run).
-	RunID  string `json:"run_id,omitempty"`
-	Status string `json:"status,omitempty"`
-}
-
 func (s *Server) addDataTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	addTool(s, &mcp.Tool{Name: "get_value", Description: "Evaluate an expression and return its value as JSON (numpy, pandas included); head previews.", OutputSchema: getValueSchema()}, s.getValue)

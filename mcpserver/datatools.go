@@ -2,13 +2,11 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/engine/datatools"
-	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -82,28 +80,28 @@ func (s *Server) plotData(ctx context.Context, req *mcp.CallToolRequest, in Plot
 	return s.checkedDataRun(ctx, req, in.SessionID, p.Check, p.Code)
 }
 
-func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in EstimateOLSInput) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in EstimateOLSInput) (*mcp.CallToolResult, datatools.OLSFit, error) {
 	name := datatools.NameOr(in.Name)
 	if err := datatools.CheckName("name", name); err != nil {
-		return errResult[EstimateOLSOutput]("%v", err)
+		return errResult[datatools.OLSFit]("%v", err)
 	}
 	chk, code, err := datatools.OLS{Name: name, Y: in.Y, X: in.X, Robust: in.Robust, Cov: in.Cov, MaxLags: in.MaxLags}.Plan()
 	if err != nil {
-		return errResult[EstimateOLSOutput]("%v", err)
+		return errResult[datatools.OLSFit]("%v", err)
 	}
 	const model = datatools.OLSModel
 
 	ss, err := s.eng.LookupOrCreate(sessionOr(in.SessionID))
 	if err != nil {
-		return errResult[EstimateOLSOutput]("%v", err)
+		return errResult[datatools.OLSFit]("%v", err)
 	}
-	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, datatools.OLSFit, error) {
 		if _, err := ss.CheckData(ctx, chk, s.queryLimit()); err != nil {
-			return errResult[EstimateOLSOutput]("%v", err)
+			return errResult[datatools.OLSFit]("%v", err)
 		}
 		return s.fitOLS(ctx, r, ss, code, model)
-	}, func(v engine.RunView, output string) EstimateOLSOutput {
-		return EstimateOLSOutput{SessionID: ss.ID(), Model: model, Coefficients: []Coefficient{}, RunID: v.RunID, Status: v.Status}
+	}, func(v engine.RunView, output string) datatools.OLSFit {
+		return datatools.OLSFit{SessionID: ss.ID(), Model: model, Coefficients: []datatools.Coefficient{}, RunID: v.RunID, Status: v.Status}
 	})
 }
 
@@ -136,10 +134,10 @@ func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, i
 
 // fitOLS runs estimate_ols's code in the caller's turn and reads the
 // fitted model's statistics.
-func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, code, model string) (*mcp.CallToolResult, EstimateOLSOutput, error) {
+func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, code, model string) (*mcp.CallToolResult, datatools.OLSFit, error) {
 	parts, run, err := s.results.RunBlock(ctx, r, ss, code, "", s.cfg.Timeout)
 	if err != nil {
-		return errResult[EstimateOLSOutput]("%v", err)
+		return errResult[datatools.OLSFit]("%v", err)
 	}
 	if run.Status != "ok" {
 		res := &toolresult.Result{Parts: parts, IsError: true}
@@ -152,26 +150,15 @@ func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, 
 				texts = append(texts, p.Text)
 			}
 		}
-		return errResult[EstimateOLSOutput]("%s", strings.Join(texts, "\n"))
+		return errResult[datatools.OLSFit]("%s", strings.Join(texts, "\n"))
 	}
 	raw, err := ss.Query(ctx, engine.PyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
 	if err != nil {
-		return errResult[EstimateOLSOutput]("the model was fitted (see the history) but its statistics could not be read: %v", err)
+		return errResult[datatools.OLSFit]("the model was fitted (see the history) but its statistics could not be read: %v", err)
 	}
-	out := EstimateOLSOutput{SessionID: ss.ID(), Model: model}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return errResult[EstimateOLSOutput]("bad reply from the kernel: %v", err)
+	out, text, err := datatools.ParseOLS(raw, ss.ID(), model, s.cfg.OutputLimit)
+	if err != nil {
+		return errResult[datatools.OLSFit]("%v", err)
 	}
-	text := out.Summary
-	out.Summary = "" // the numbers are in out; the text gives the summary
-	if bg := out.BreuschGodfrey; bg.Stat != nil && bg.P != nil {
-		text += fmt.Sprintf("\nBreusch-Godfrey LM (%d lags): %.3f, p = %.4f", bg.Lags, *bg.Stat, *bg.P)
-	}
-	out.Note = datatools.AutocorrelationNote(out.CovType, out.DurbinWatson, out.BreuschGodfrey.P, out.Nobs)
-	if out.Note != "" {
-		text += "\n" + out.Note
-	}
-	text += fmt.Sprintf("\nThe fitted result is the variable %s (model.params, model.resid, ...).", model)
-	text, _ = history.CutMiddle(text, s.cfg.OutputLimit)
 	return textResult(text), out, nil
 }
