@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
 	"github.com/kernel-mcp/kernel-mcp/history"
+	"github.com/kernel-mcp/kernel-mcp/toolresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -114,7 +115,7 @@ func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r
 	if v.Status == engine.StatusQueued {
 		blocked = r.BlockedBy()
 	}
-	return handoffResult(r.Session(), v, label, output, wait == 0, blocked), handoff(v, output), nil
+	return textResult(toolresult.Handoff(r.Session().ID(), v, label, output, wait == 0, blocked)), handoff(v, output), nil
 }
 
 // toolResult is what a run started by a tool keeps as its result: the
@@ -273,44 +274,6 @@ func (s *Server) releaseTicket(session string, meta mcp.Meta) {
 	if tk, ok := s.ticketOf(session, meta); ok {
 		s.turns.Done(tk)
 	}
-}
-
-// handoffResult is the text of a call that returns before its run ends.
-// background is set for a call that did not wait; blocked says which
-// question holds up a queued run (Run.BlockedBy).
-func handoffResult(ss *engine.Session, v engine.RunView, label, output string, background bool, blocked string) *mcp.CallToolResult {
-	ref := fmt.Sprintf(`{"session_id": %q, "run_id": %q}`, ss.ID(), v.RunID)
-	var b strings.Builder
-	switch v.Status {
-	case engine.StatusQueued:
-		fmt.Fprintf(&b, "Run %s is queued in session %q behind earlier calls; it starts when they end. Call wait_run %s for its output and result.", v.RunID, ss.ID(), ref)
-		if blocked != "" {
-			b.WriteString(" " + blocked)
-		}
-	case engine.StatusInputRequested:
-		what := "input()"
-		if v.Password {
-			what = "getpass()"
-		}
-		fmt.Fprintf(&b, "Run %s in session %q waits for input: the code called %s with the prompt %q. Answer with send_input {\"session_id\": %q, \"run_id\": %q, \"text\": \"...\"}, which then waits for the run as wait_run does; interrupt_session stops the run instead.", v.RunID, ss.ID(), what, v.Prompt, ss.ID(), v.RunID)
-	case engine.StatusRunning:
-		if background {
-			fmt.Fprintf(&b, "Run %s in session %q is running in the background. Call wait_run %s for its output and result; interrupt_session stops it.", v.RunID, ss.ID(), ref)
-			break
-		}
-		fallthrough
-	default:
-		at := ""
-		if v.Progress != "" {
-			at = ", at " + v.Progress
-		}
-		fmt.Fprintf(&b, "Run %s in session %q is still running after %v%s; it goes on in the kernel. Call wait_run %s for more output and the result; interrupt_session stops it.", v.RunID, ss.ID(), (time.Duration(v.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond), at, ref)
-	}
-	if output != "" {
-		b.WriteString("\n" + label + "\n")
-		b.WriteString(strings.TrimRight(output, "\n"))
-	}
-	return textResult(b.String())
 }
 
 // WaitRunInput is the input of wait_run.
