@@ -131,3 +131,65 @@ func PyString(s string) string {
 
 // QueryTimeout is the longest a helper's run may take.
 const QueryTimeout = 2 * time.Minute
+
+// QueryLimit bounds a helper's run in the kernel: QueryTimeout, or less
+// when Config.MaxWait is shorter, since no call may hold its client longer.
+func (s *Engine) QueryLimit() time.Duration { return min(QueryTimeout, s.cfg.MaxWait) }
+
+// minQueryTime is the least time a query gets once its turn has come, even
+// when Config.MaxWait has nearly run out waiting for it.
+const minQueryTime = 2 * time.Second
+
+// QueryInTurn runs helper code in the session, in the turn of the caller's
+// place, and returns the JSON it replied with. One deadline bounds the
+// whole: the wait for the session's turn and the query share
+// Config.MaxWait, so a query that got its turn late does not hold its
+// caller for another max wait.
+func (s *Engine) QueryInTurn(ctx context.Context, ss *Session, place Place, src string, args map[string]any) (json.RawMessage, error) {
+	deadline := time.Now().Add(s.cfg.MaxWait)
+	release, err := s.WaitTurn(ctx, ss, place)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	limit := min(s.QueryLimit(), max(time.Until(deadline), minQueryTime))
+	return ss.Query(ctx, src, args, limit)
+}
+
+// ReadQuery is QueryInTurn for a read (get_value, list_variables): while a
+// run executes in a kernel with subshells it runs beside the run, at once,
+// and during names the run; otherwise it runs in its turn, and note says
+// why it waited, if it waited for a run.
+func (s *Engine) ReadQuery(ctx context.Context, ss *Session, place Place, src string, args map[string]any) (raw json.RawMessage, during, note string, err error) {
+	b, waited, err := s.ReadBeside(ctx, ss, place)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if b != nil {
+		defer b.Release()
+		raw, err := b.Query(ctx, src, args)
+		return raw, b.RunID(), b.Note(), err
+	}
+	raw, err = s.QueryInTurn(ctx, ss, place, src, args)
+	if err != nil && waited != "" {
+		err = fmt.Errorf("%v (%s)", err, waited)
+	}
+	return raw, "", waited, err
+}
+
+// BesideRead is the reader beside the session's run in progress, for a
+// request that takes no turn (complete, inspect): nil when there is none,
+// and note then says why the request waits for the run, if it does.
+func (s *Engine) BesideRead(ctx context.Context, ss *Session) (b *Beside, note string, err error) {
+	b, why, err := ss.Beside(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if b != nil {
+		return b, "", nil
+	}
+	if r := ss.CurrentRun(); r != nil && why != "" {
+		return nil, fmt.Sprintf("Waited for run %s to end: %s.", r.View().RunID, why), nil
+	}
+	return nil, "", nil
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/kernel-mcp/kernel-mcp/engine"
@@ -15,8 +14,6 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-const queryTimeout = engine.QueryTimeout
 
 // Inputs.
 
@@ -186,40 +183,11 @@ func getValueSchema() *jsonschema.Schema {
 	return sch
 }
 
-// query runs helper code in the session, in its turn, and returns the JSON
-// it replied with.
-func (s *Server) query(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, src string, args map[string]any) (json.RawMessage, error) {
-	// One deadline for the whole call: the wait for the session's turn
-	// and the query share --max-wait, so a query that got its turn late
-	// does not hold the client for another max-wait.
-	deadline := time.Now().Add(s.cfg.MaxWait)
-	release, err := s.eng.WaitTurn(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	limit := min(s.queryLimit(), max(time.Until(deadline), minQueryTime))
-	return ss.Query(ctx, src, args, limit)
-}
-
-// readQuery is query for a read (get_value, list_variables): while a run
-// executes in a kernel with subshells it runs beside the run, at once;
-// otherwise in its turn, the note saying why it waited.
+// readQuery is engine.ReadQuery of a call: beside a run in progress when
+// it can, else in the call's turn.
 func (s *Server) readQuery(ctx context.Context, req *mcp.CallToolRequest, ss *engine.Session, src string, args map[string]any) (json.RawMessage, RunNote, error) {
-	b, waited, err := s.eng.ReadBeside(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta))
-	if err != nil {
-		return nil, RunNote{}, err
-	}
-	if b != nil {
-		defer b.Release()
-		raw, err := b.Query(ctx, src, args)
-		return raw, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}, err
-	}
-	raw, err := s.query(ctx, req, ss, src, args)
-	if err != nil && waited != "" {
-		err = fmt.Errorf("%v (%s)", err, waited)
-	}
-	return raw, RunNote{ReadNote: waited}, err
+	raw, during, note, err := s.eng.ReadQuery(ctx, ss, s.placeOf(ss.ID(), req.Params.Meta), src, args)
+	return raw, RunNote{DuringRun: during, ReadNote: note}, err
 }
 
 // beside returns the session's reader beside its run in progress, or nil
@@ -229,26 +197,12 @@ func (s *Server) beside(ctx context.Context, id string) (*engine.Beside, RunNote
 	if err != nil {
 		return nil, RunNote{}, nil
 	}
-	b, why, err := ss.Beside(ctx)
-	if err != nil {
-		return nil, RunNote{}, err
-	}
+	b, note, err := s.eng.BesideRead(ctx, ss)
 	if b != nil {
 		return b, RunNote{DuringRun: b.RunID(), ReadNote: b.Note()}, nil
 	}
-	if r := ss.CurrentRun(); r != nil && why != "" {
-		return nil, RunNote{ReadNote: fmt.Sprintf("Waited for run %s to end: %s.", r.View().RunID, why)}, nil
-	}
-	return nil, RunNote{}, nil
+	return nil, RunNote{ReadNote: note}, err
 }
-
-// minQueryTime is the least time a query gets once its turn has come, even
-// when --max-wait has nearly run out waiting for it.
-const minQueryTime = 2 * time.Second
-
-// queryLimit bounds a helper's run in the kernel: queryTimeout, or less
-// when --max-wait is shorter, since no call may hold its client longer.
-func (s *Server) queryLimit() time.Duration { return min(queryTimeout, s.cfg.MaxWait) }
 
 func (s *Server) getValue(ctx context.Context, req *mcp.CallToolRequest, in GetValueInput) (*mcp.CallToolResult, GetValueOutput, error) {
 	expr := strings.TrimSpace(in.Expression)
@@ -315,7 +269,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CallToolRequest, in Comp
 		if k, err = s.eng.KernelFor(ctx, sessionOr(in.SessionID)); err != nil {
 			return errResult[CompleteOutput]("%v", err)
 		}
-		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
+		qctx, cancel := context.WithTimeout(ctx, s.eng.QueryLimit())
 		defer cancel()
 		r, err = k.Complete(qctx, in.Code, pos)
 	}
@@ -358,7 +312,7 @@ func (s *Server) inspect(ctx context.Context, req *mcp.CallToolRequest, in Inspe
 		if k, err = s.eng.KernelFor(ctx, sessionOr(in.SessionID)); err != nil {
 			return errResult[InspectOutput]("%v", err)
 		}
-		qctx, cancel := context.WithTimeout(ctx, s.queryLimit())
+		qctx, cancel := context.WithTimeout(ctx, s.eng.QueryLimit())
 		defer cancel()
 		r, err = k.Inspect(qctx, in.Code, pos, in.DetailLevel)
 	}

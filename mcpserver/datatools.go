@@ -96,7 +96,7 @@ func (s *Server) estimateOLS(ctx context.Context, req *mcp.CallToolRequest, in E
 		return errResult[datatools.OLSFit]("%v", err)
 	}
 	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, datatools.OLSFit, error) {
-		if _, err := ss.CheckData(ctx, chk, s.queryLimit()); err != nil {
+		if _, err := ss.CheckData(ctx, chk, s.eng.QueryLimit()); err != nil {
 			return errResult[datatools.OLSFit]("%v", err)
 		}
 		return s.fitOLS(ctx, r, ss, code, model)
@@ -116,7 +116,7 @@ func (s *Server) checkedDataRun(ctx context.Context, req *mcp.CallToolRequest, i
 		return errResult[RunOutput]("%v", err)
 	}
 	return runTool(s, ctx, req, ss, false, func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, RunOutput, error) {
-		f, err := ss.CheckData(ctx, chk, s.queryLimit())
+		f, err := ss.CheckData(ctx, chk, s.eng.QueryLimit())
 		if err != nil {
 			return errResult[RunOutput]("%v", err)
 		}
@@ -152,7 +152,7 @@ func (s *Server) fitOLS(ctx context.Context, r *engine.Run, ss *engine.Session, 
 		}
 		return errResult[datatools.OLSFit]("%s", strings.Join(texts, "\n"))
 	}
-	raw, err := ss.Query(ctx, engine.PyOLSStats, map[string]any{"model": model, "lags": 2}, s.queryLimit())
+	raw, err := ss.Query(ctx, engine.PyOLSStats, map[string]any{"model": model, "lags": 2}, s.eng.QueryLimit())
 	if err != nil {
 		return errResult[datatools.OLSFit]("the model was fitted (see the history) but its statistics could not be read: %v", err)
 	}
