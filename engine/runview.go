@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/history"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
@@ -85,6 +87,31 @@ func (r *Run) ViewSince(cursor int) RunSnapshot {
 		InBlock:        r.inBlock,
 		Replacing:      r.replacing,
 	}
+}
+
+// ViewNews is the run's snapshot from cursor on; when it has nothing new
+// and the run goes on, it waits up to wait for the run's next event (an
+// output, a question, an answer, its end) and takes the snapshot again, so
+// that the view shows output as it comes without polling fast; seen is the
+// status the view last showed, and another one is news. It subscribes
+// before the first snapshot: nothing between the two is lost.
+func (s *Engine) ViewNews(ctx context.Context, r *Run, cursor int, seen string, wait time.Duration) RunSnapshot {
+	if wait <= 0 {
+		return r.ViewSince(cursor)
+	}
+	sid, rid := r.Session().ID(), r.ID()
+	sub := s.Events().Subscribe(16, func(e *Event) bool { return e.Session == sid && e.Run == rid })
+	defer sub.Close()
+	snap := r.ViewSince(cursor)
+	if len(snap.Outputs) > 0 || snap.View.Status == StatusDone || snap.View.Status != seen {
+		return snap
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if _, err := sub.Next(wctx); err != nil {
+		return snap // nothing new: the same snapshot, elapsed time updated
+	}
+	return r.ViewSince(snap.Cursor)
 }
 
 // beginBlock starts a block of the run: its code is the one viewers see,

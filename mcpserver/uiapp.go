@@ -161,7 +161,7 @@ func (s *Server) viewRun(ctx context.Context, _ *mcp.CallToolRequest, in ViewRun
 	if err != nil {
 		return errResult[any]("%v", err)
 	}
-	snap := s.viewNews(ctx, r, in.Cursor, in.Status, min(time.Duration(in.Wait*float64(time.Second)), maxViewWait, s.cfg.MaxWait))
+	snap := s.eng.ViewNews(ctx, r, in.Cursor, in.Status, min(time.Duration(in.Wait*float64(time.Second)), maxViewWait, s.cfg.MaxWait))
 	lang := ss.Describe().Language
 	out := ViewRunOutput{Cursor: snap.Cursor, Done: snap.View.Status == engine.StatusDone}
 	if out.Done {
@@ -184,30 +184,6 @@ func (s *Server) viewRun(ctx context.Context, _ *mcp.CallToolRequest, in ViewRun
 		status = out.Cells[len(out.Cells)-1].Status
 	}
 	return textResult(fmt.Sprintf("run %s in session %s: %s", r.ID(), ss.ID(), status)), out, nil
-}
-
-// viewNews is the run's snapshot from cursor on; when it has nothing new
-// and the run goes on, it waits up to wait for the run's next event (an
-// output, a question, an answer, its end) and takes the snapshot again, so
-// that the view shows output as it comes without polling fast. It
-// subscribes before the first snapshot: nothing between the two is lost.
-func (s *Server) viewNews(ctx context.Context, r *engine.Run, cursor int, seen string, wait time.Duration) engine.RunSnapshot {
-	if wait <= 0 {
-		return r.ViewSince(cursor)
-	}
-	sid, rid := r.Session().ID(), r.ID()
-	sub := s.eng.Events().Subscribe(16, func(e *engine.Event) bool { return e.Session == sid && e.Run == rid })
-	defer sub.Close()
-	snap := r.ViewSince(cursor)
-	if len(snap.Outputs) > 0 || snap.View.Status == engine.StatusDone || snap.View.Status != seen {
-		return snap
-	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if _, err := sub.Next(wctx); err != nil {
-		return snap // nothing new: the same snapshot, elapsed time updated
-	}
-	return r.ViewSince(snap.Cursor)
 }
 
 // endStatus is how a run that recorded no block ended, and why.
