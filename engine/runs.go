@@ -327,6 +327,61 @@ func LastLine(s string) string {
 	return s
 }
 
+// FollowLines subscribes to run r's events and returns follow, which
+// calls tick every interval while one of r's blocks is in the kernel, with
+// the newest line r printed, until r finishes or the engine closes. It
+// subscribes first, so follow first catches up from the run's state, and
+// again whenever its buffer overflowed.
+func (s *Engine) FollowLines(r *Run) (follow func(every time.Duration, tick func(line string))) {
+	sid, rid := r.Session().ID(), r.ID()
+	sub := s.Events().Subscribe(64, func(e *Event) bool {
+		return e.Session == sid && e.Run == rid && (e.Kind == RunFinished ||
+			(e.Kind == RunOutput && e.Output.Type == kernel.OutputStream))
+	})
+	return func(every time.Duration, tick func(line string)) {
+		defer sub.Close()
+		v := r.View()
+		line := v.LastLine
+		if v.Status == StatusDone {
+			return
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case _, open := <-sub.Ready():
+				for {
+					e, ok := sub.TryNext()
+					if !ok {
+						break
+					}
+					switch e.Kind {
+					case RunOutput:
+						if l := LastLine(e.Output.Text); l != "" {
+							line = l
+						}
+					case RunFinished:
+						return
+					case Missed:
+						v := r.View()
+						if v.Status == StatusDone {
+							return
+						}
+						line = v.LastLine
+					}
+				}
+				if !open {
+					return
+				}
+			case <-t.C:
+				if r.Executing() {
+					tick(line)
+				}
+			}
+		}
+	}
+}
+
 // AwaitResult is why await returned.
 type AwaitResult int
 

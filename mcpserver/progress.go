@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
-	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,66 +75,17 @@ func (s *Server) listener(r *engine.Run) (a *attachment, ticks int) {
 	return a, a.ticks
 }
 
-// watchProgress follows run r on the event stream until it finishes (or
-// the engine closes), and every second while one of its blocks is in the
-// kernel sends progress with the newest line it printed. It subscribes
-// after the run was queued, so it first catches up from the run's state,
-// and again whenever its buffer overflowed.
+// watchProgress sends the run's progress to its listener every second
+// while one of its blocks is in the kernel (engine.Engine.FollowLines),
+// until it finishes or the engine closes.
 func (s *Server) watchProgress(r *engine.Run) {
-	sid, rid := r.Session().ID(), r.ID()
 	s.progressMu.Lock()
 	defer s.progressMu.Unlock()
 	if s.closing {
 		return
 	}
-	sub := s.eng.Events().Subscribe(64, func(e *engine.Event) bool {
-		return e.Session == sid && e.Run == rid && (e.Kind == engine.RunFinished ||
-			(e.Kind == engine.RunOutput && e.Output.Type == kernel.OutputStream))
-	})
-	s.progress.Add(1)
-	go func() {
-		defer s.progress.Done()
-		defer sub.Close()
-		v := r.View()
-		line := v.LastLine
-		if v.Status == engine.StatusDone {
-			return
-		}
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case _, open := <-sub.Ready():
-				for {
-					e, ok := sub.TryNext()
-					if !ok {
-						break
-					}
-					switch e.Kind {
-					case engine.RunOutput:
-						if l := engine.LastLine(e.Output.Text); l != "" {
-							line = l
-						}
-					case engine.RunFinished:
-						return
-					case engine.Missed:
-						v := r.View()
-						if v.Status == engine.StatusDone {
-							return
-						}
-						line = v.LastLine
-					}
-				}
-				if !open {
-					return
-				}
-			case <-t.C:
-				if r.Executing() {
-					s.sendProgress(r, line)
-				}
-			}
-		}
-	}()
+	follow := s.eng.FollowLines(r)
+	s.progress.Go(func() { follow(time.Second, func(line string) { s.sendProgress(r, line) }) })
 }
 
 // sendProgress sends one progress notification to the run's listener, if
