@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -339,6 +340,33 @@ func (s *Engine) Interrupt(ctx context.Context, ss *Session) (msg string, sent b
 type Install struct {
 	ExitCode int
 	Output   string
+}
+
+// requirementRE accepts a pip requirement: a name, optional extras, optional
+// version constraints. Nothing that pip could take as an option, a path or
+// a URL passes.
+var requirementRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*\])?((===|==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]+(,(===|==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]+)*)?$`)
+
+// ValidRequirement reports whether name is a pip requirement that
+// install_package passes to pip.
+func ValidRequirement(name string) bool { return requirementRE.MatchString(name) }
+
+// InstallRefused is why install_package cannot work under the sandbox:
+// pip needs the network, which the kernel does not have.
+func (s *Engine) InstallRefused() error {
+	if s.cfg.Sandbox == nil || s.cfg.Sandbox.Network {
+		return nil
+	}
+	return errors.New("install_package cannot work under --sandbox: the kernel has no network, so pip cannot download anything. " +
+		"Install the package into the interpreter outside the sandbox (or start the server with --sandbox-network)")
+}
+
+// InstallNote explains a failed pip run under the sandbox.
+func (s *Engine) InstallNote() string {
+	if s.cfg.Sandbox == nil {
+		return ""
+	}
+	return "\nNote: under --sandbox the interpreter's files are read-only; pip can only install into the sandbox's private home (--user), which is lost when the kernel restarts."
 }
 
 // Install runs pip in the session's kernel, in the caller's turn: in the

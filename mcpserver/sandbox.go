@@ -1,9 +1,7 @@
 package mcpserver
 
-import "errors"
-
-// What the tools tell the assistant about --sandbox (engine/confine.go has
-// the rules themselves).
+// What the server's instructions tell the assistant about --sandbox
+// (engine/confine.go has the rules themselves).
 
 // sandboxInstructions tells the assistant, in the server's instructions,
 // what the sandbox allows, so it does not spend calls finding out.
@@ -17,22 +15,4 @@ func sandboxInstructions(cfg Config) string {
 	}
 	return "\nThis server runs code in a sandbox: files can be written only in the session's working directory (the default one is shared by sessions without a cwd), " +
 		"the home directory and /tmp are empty and private, only the system's folders (/usr, /etc) and the interpreter are there besides, read-only (a path elsewhere is missing unless the server allows it). " + net + ". Tools' paths must lie in the working directory."
-}
-
-// sandboxInstallError is why install_package cannot work under the
-// sandbox: pip needs the network, which the kernel does not have.
-func (s *Server) sandboxInstallError() error {
-	if s.cfg.Sandbox == nil || s.cfg.Sandbox.Network {
-		return nil
-	}
-	return errors.New("install_package cannot work under --sandbox: the kernel has no network, so pip cannot download anything. " +
-		"Install the package into the interpreter outside the sandbox (or start the server with --sandbox-network)")
-}
-
-// sandboxInstallNote explains a failed pip run under the sandbox.
-func (s *Server) sandboxInstallNote() string {
-	if s.cfg.Sandbox == nil {
-		return ""
-	}
-	return "\nNote: under --sandbox the interpreter's files are read-only; pip can only install into the sandbox's private home (--user), which is lost when the kernel restarts."
 }

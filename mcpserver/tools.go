@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -294,11 +293,6 @@ func (s *Server) deleteSession(ctx context.Context, req *mcp.CallToolRequest, in
 	return textResult(msg), MessageOutput{SessionID: ss.ID(), Message: msg}, nil
 }
 
-// requirementRE accepts a pip requirement: a name, optional extras, optional
-// version constraints. Nothing that pip could take as an option, a path or
-// a URL passes.
-var requirementRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*\])?((===|==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]+(,(===|==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]+)*)?$`)
-
 // InstallOutput is the structured content of install_package.
 type InstallOutput struct {
 	SessionID   string `json:"session_id"`
@@ -316,10 +310,10 @@ func (s *Server) installPackage(ctx context.Context, req *mcp.CallToolRequest, i
 	if name == "" {
 		return errResult[InstallOutput]("package_name is required, e.g. \"requests\" or \"pandas>=2\"")
 	}
-	if !requirementRE.MatchString(name) {
+	if !engine.ValidRequirement(name) {
 		return errResult[InstallOutput]("invalid package_name %q: give a package name with optional [extras] and version, e.g. \"requests\" or \"pandas>=2,<3\"", name)
 	}
-	if err := s.sandboxInstallError(); err != nil {
+	if err := s.eng.InstallRefused(); err != nil {
 		return errResult[InstallOutput]("%v", err)
 	}
 	ss, err := s.eng.LookupOrCreate(sessionOr(in.SessionID))
@@ -341,7 +335,7 @@ func (s *Server) pipInstall(ctx context.Context, ss *engine.Session, name string
 	}
 	out := InstallOutput{SessionID: ss.ID(), PackageName: name, ExitCode: inst.ExitCode, Output: inst.Output}
 	if out.ExitCode != 0 {
-		r := textResult(fmt.Sprintf("pip install %s failed (exit code %d):\n%s%s", name, out.ExitCode, out.Output, s.sandboxInstallNote()))
+		r := textResult(fmt.Sprintf("pip install %s failed (exit code %d):\n%s%s", name, out.ExitCode, out.Output, s.eng.InstallNote()))
 		r.IsError = true
 		return r, out, nil
 	}

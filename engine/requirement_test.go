@@ -1,8 +1,6 @@
-package mcpserver
+package engine
 
-import (
-	"testing"
-)
+import "testing"
 
 func TestRequirementRE(t *testing.T) {
 	for _, ok := range []string{"requests", "pandas>=2", "pandas>=2,<3", "scikit-learn==1.5.0", "uvicorn[standard]", "a.b_c-d~=1.0", "numpy!=1.0.*"} {
