@@ -183,6 +183,7 @@ func (h *Hub) Subscribe(buffer int, filter func(*Event) bool) *Subscription {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	s.from = h.seq
 	if h.closed {
 		s.end()
 		return s
@@ -191,6 +192,10 @@ func (h *Hub) Subscribe(buffer int, filter func(*Event) bool) *Subscription {
 	h.count.Store(int32(len(h.subs)))
 	return s
 }
+
+// From is the Seq of the last event published before the subscription
+// began: it delivers those after it.
+func (s *Subscription) From() uint64 { return s.from }
 
 // Subscribers returns how many subscriptions are open, so that a publisher
 // can skip building a costly event when nobody listens. The count may change
@@ -234,6 +239,7 @@ func (h *Hub) remove(s *Subscription) {
 // one subscription each see part of the stream.
 type Subscription struct {
 	hub    *Hub
+	from   uint64 // the hub's Seq when it began
 	filter func(*Event) bool
 	limit  int           // most events buffered
 	ready  chan struct{} // holds a value while there is something to read; closed when ended

@@ -21,7 +21,11 @@ func (s *Server) followEvents() {
 	// (awaitFollower); those it does nothing with cost a comparison.
 	s.events = s.eng.Events().Subscribe(4096, nil)
 	// Sessions restored from the state dir were registered before the
-	// subscription.
+	// subscription, and their events are as good as followed: a call's
+	// result need not wait for them.
+	s.followedMu.Lock()
+	s.followed = s.events.From()
+	s.followedMu.Unlock()
 	listed := map[string]bool{}
 	for _, ss := range s.eng.Sessions() {
 		s.addResource(ss.ID())

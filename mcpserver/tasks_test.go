@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -654,4 +655,45 @@ func TestTaskHTTPMcpName(t *testing.T) {
 			t.Errorf("Mcp-Name %q: %d %s", tc.name, rec.Code, rec.Body)
 		}
 	}
+}
+
+// A server that restored sessions from its state directory answers at
+// once: the restore's events came before its resource follower began, and
+// a call's result does not wait for them (it waited followerWait, 2 s,
+// each call until the first new event).
+func TestRestoredSessionsAnswerAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	srv1 := taskServer(t, Config{StateDir: dir})
+	c := newRawClient(t, srv1, "2026-07-28", false)
+	c.call("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "a", "code": "x = 1"}})
+	srv1.Close()
+
+	var log lockedLog
+	srv2 := taskServer(t, Config{StateDir: dir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	c2 := newRawClient(t, srv2, "2026-07-28", false)
+	h := c2.call("tools/call", map[string]any{"name": "get_history", "arguments": map[string]any{"session_id": "a"}})
+	if !strings.Contains(fmt.Sprint(h["content"]), "x = 1") {
+		t.Fatalf("get_history after the restart: %v", h)
+	}
+	if strings.Contains(log.String(), "lag behind") {
+		t.Errorf("a call after the restore waited for the resource follower:\n%s", log.String())
+	}
+}
+
+// lockedLog is a log sink safe for the server's goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
