@@ -300,9 +300,12 @@ func (s *slot) get() (soakConn, int64) {
 // soakServer is one kernel-mcp process of the soak, restartable on the
 // same state directory (and, over HTTP, the same port).
 type soakServer struct {
-	name     string
-	args     []string
-	http     bool
+	name string
+	args []string
+	http bool
+	// raw is a stdio server whose stdin and stdout are a raw JSON-RPC
+	// connection (rpcConn, the task clients'), not a go-sdk client's.
+	raw      bool
 	port     int
 	stateDir string
 	tmpDir   string
@@ -313,12 +316,16 @@ type soakServer struct {
 	mu   sync.Mutex
 	gen  atomic.Int64
 	down atomic.Bool // while a fault restarts it: calls wait
+	// restartMu makes one restart at a time: the injector restarts servers,
+	// and so does a task client whose fault is its client going away.
+	restartMu sync.Mutex
 	// impaired is set while something the server depends on is down (its
 	// gateway): calls go on, and their failures are the fault's.
 	impaired atomic.Bool
 	cmd      *exec.Cmd
 	cs       *mcp.ClientSession // stdio
-	done     chan struct{}      // HTTP: closed when the process has exited
+	rc       *rpcConn           // raw stdio
+	done     chan struct{}      // HTTP and raw: closed when the process has exited
 
 	base     *serverStats
 	maxStats serverStats
@@ -359,6 +366,9 @@ func (s *soakServer) start(ctx context.Context) error {
 	cmd.Env = append(os.Environ(), "TMPDIR="+s.tmpDir, "KERNEL_MCP_STATS_SIGNAL=1", "KERNEL_MCP_SOAK_TAG="+s.genTag(gen))
 	fmt.Fprintf(s.log, "=== %s generation %d\n", s.name, gen)
 	s.cmd = cmd
+	if s.raw {
+		return s.startRaw(ctx, gen)
+	}
 	if !s.http {
 		cmd.Stderr = s.log
 		client := mcp.NewClient(&mcp.Implementation{Name: "soak-stdio", Version: "1"}, nil)
@@ -417,7 +427,7 @@ func (s *soakServer) kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cmd.Process.Kill()
-	if s.http {
+	if s.http || s.raw {
 		<-s.done
 		return
 	}
@@ -429,6 +439,16 @@ func (s *soakServer) kill() {
 func (s *soakServer) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.raw {
+		s.rc.in.Close()
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+		return
+	}
 	if s.http {
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		select {

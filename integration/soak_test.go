@@ -32,8 +32,10 @@ import (
 // SIGKILLed or calling os._exit, a kernel ignoring SIGINT past its
 // timeout, interrupt storms, clients gone mid-call, TCP torn down, the
 // server SIGKILLed and restarted on its state directory, the gateway
-// killed and started again. It checks, during the run and at its end, that
-// nothing was lost (see soakInvariants).
+// killed and started again. Task clients (soak_tasks_test.go) speak MCP
+// tasks in raw JSON-RPC beside them, both designs, under the same faults.
+// It checks, during the run and at its end, that nothing was lost (see the
+// inv* constants).
 //
 // `make soak` runs it for SOAK_MINUTES (default 10) with SOAK_SEED (random
 // by default; printed, so a failure can be replayed). Without SOAK_MINUTES
@@ -123,15 +125,19 @@ type soak struct {
 	gw      *gatewaytest.Server
 	gwMu    sync.Mutex
 	gwSrv   *soakServer // the server using the gateway
+	taskSrv *soakServer // the task clients' stdio server
 	slots   []*slot
 	workers []*soakWorker
-	tokens  map[string]string
-	stop    atomic.Bool
+	// taskClients speak MCP tasks (soak_tasks_test.go).
+	taskClients []*taskClient
+	tokens      map[string]string
+	stop        atomic.Bool
 
 	mu       sync.Mutex
 	calls    map[string]int
 	faults   map[string]int
 	checks   map[string]int
+	taskOut  map[string]int // what the task clients' calls became
 	failures []string
 	nfail    atomic.Int64
 	slowest  time.Duration
@@ -160,17 +166,32 @@ func (s *soak) fail(inv, detail string, ws ...*soakWorker) {
 			fmt.Fprintf(&b, "\n    %s", c)
 		}
 	}
+	s.failed(b.String())
+}
+
+// failWith records a broken invariant with the calls given.
+func (s *soak) failWith(inv, detail, header string, recent []string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "SOAK FAILURE (seed %d): invariant %q broken: %s", s.cfg.seed, inv, detail)
+	fmt.Fprintf(&b, "\n  %s", header)
+	for _, c := range recent {
+		fmt.Fprintf(&b, "\n    %s", c)
+	}
+	s.failed(b.String())
+}
+
+func (s *soak) failed(msg string) {
 	s.mu.Lock()
-	s.failures = append(s.failures, b.String())
+	s.failures = append(s.failures, msg)
 	s.mu.Unlock()
 	s.nfail.Add(1)
-	s.t.Error(b.String())
+	s.t.Error(msg)
 }
 
 func newSoak(t *testing.T, cfg soakCfg, node string, gw *gatewaytest.Server) *soak {
 	dir := t.TempDir()
 	s := &soak{t: t, cfg: cfg, node: node, dir: dir, rng: rand.New(rand.NewSource(cfg.seed)), gw: gw,
-		calls: map[string]int{}, faults: map[string]int{}, checks: map[string]int{},
+		calls: map[string]int{}, faults: map[string]int{}, checks: map[string]int{}, taskOut: map[string]int{},
 		tokens: map[string]string{"alice": "soak-alice-token-0123456789abcdef", "bob": "soak-bob-token-0123456789abcdef"}}
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte("alice "+s.tokens["alice"]+"\nbob "+s.tokens["bob"]+"\n"), 0o600); err != nil {
@@ -200,7 +221,11 @@ func newSoak(t *testing.T, cfg soakCfg, node string, gw *gatewaytest.Server) *so
 	plain := mk("stdio", false, "--pool-size", "1")
 	gwSrv := mk("gateway", false, "--gateway-url", gw.URL, "--gateway-token", gw.Token, "--pool-size", "0")
 	sandbox := mk("sandbox", false, "--sandbox", "--pool-size", "0")
+	// The SEP-2663 task clients' server: over stdio, raw JSON-RPC.
+	tasksSrv := mk("tasks", false, "--pool-size", "0", "--task-wait", "2")
+	tasksSrv.raw = true
 	s.gwSrv = gwSrv
+	s.taskSrv = tasksSrv
 	t.Cleanup(func() {
 		// Whatever happened, nothing of the soak's is left running.
 		for _, srv := range s.servers {
@@ -269,6 +294,11 @@ func newSoak(t *testing.T, cfg soakCfg, node string, gw *gatewaytest.Server) *so
 	add("st2", "nb2", plainSlot, nil, "data", "notebook", "pid")
 	add("gw1", "gw", gwSlot, nil)
 	add("sb1", "sb", sbSlot, nil, "data", "notebook", "pid")
+	// Task clients: two of protocol 2026-07-28 (SEP-2663) on the tasks
+	// server's stdio, one of 2025-11-25 over HTTP as alice.
+	s.addTaskClient("tk1", "t1", protoSEP, tasksSrv, "")
+	s.addTaskClient("tk2", "t2", protoSEP, tasksSrv, "")
+	s.addTaskClient("tl1", "tl", protoLegacy, users, "alice")
 	return s
 }
 
@@ -350,6 +380,13 @@ func (s *soak) run() {
 			w.loop(deadline)
 		}()
 	}
+	for _, tc := range s.taskClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tc.loop(deadline)
+		}()
+	}
 	injDone := make(chan struct{})
 	go func() {
 		defer close(injDone)
@@ -373,7 +410,7 @@ func (s *soak) run() {
 // minutes or less); the first ones go through
 // every kind, so even the short run injects each.
 func (s *soak) inject(deadline time.Time) {
-	kinds := []string{"server_kill", "gateway_kill", "tcp_teardown", "kernel_sigkill", "kernel_os_exit", "sigint_ignored_timeout", "interrupt_storm", "client_disconnect", "frame_bomb"}
+	kinds := []string{"server_kill", "task_server_kill", "gateway_kill", "tcp_teardown", "kernel_sigkill", "kernel_os_exit", "sigint_ignored_timeout", "interrupt_storm", "client_disconnect", "frame_bomb"}
 	order := append([]string{}, kinds...)
 	s.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	// A warm-up: every session has run before the first fault. The short
@@ -392,12 +429,14 @@ func (s *soak) inject(deadline time.Time) {
 			switch {
 			case r < 0.07:
 				kind = "server_kill"
-			case r < 0.11:
+			case r < 0.10:
+				kind = "task_server_kill"
+			case r < 0.14:
 				kind = "gateway_kill"
-			case r < 0.20:
+			case r < 0.23:
 				kind = "tcp_teardown"
 			default:
-				kind = kinds[3+s.rng.Intn(len(kinds)-3)]
+				kind = kinds[4+s.rng.Intn(len(kinds)-4)]
 			}
 		}
 		begun := time.Now()
@@ -412,6 +451,15 @@ func (s *soak) injectOne(kind string) {
 	case "server_kill":
 		srv := s.servers[s.rng.Intn(2)] // the users' HTTP server or the stdio one
 		s.restartServer(srv, true)
+		s.count(s.faults, kind)
+	case "task_server_kill":
+		// SIGKILL of the task clients' server, once one of their tasks is
+		// going (within 10 s), so that the kill meets a task.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) && !s.taskGoing(s.taskSrv) {
+			time.Sleep(50 * time.Millisecond) // polling the clients' count of tasks going
+		}
+		s.restartServer(s.taskSrv, true)
 		s.count(s.faults, kind)
 	case "gateway_kill":
 		s.gwMu.Lock()
@@ -462,12 +510,33 @@ func (s *soak) injectOne(kind string) {
 			}
 			fit = append(fit, w)
 		}
-		w := fit[s.rng.Intn(len(fit))]
+		var tfit []*taskClient
+		for _, tc := range s.taskClients {
+			if tc.takes(kind) {
+				tfit = append(tfit, tc)
+			}
+		}
+		var req chan string
+		if i := s.rng.Intn(len(fit) + len(tfit)); i < len(fit) {
+			req = fit[i].faultReq
+		} else {
+			req = tfit[i-len(fit)].faultReq
+		}
 		select {
-		case w.faultReq <- kind:
-		default: // that worker has a fault pending already
+		case req <- kind:
+		default: // that worker or task client has a fault pending already
 		}
 	}
+}
+
+// taskGoing reports whether a task client of srv has a task not yet over.
+func (s *soak) taskGoing(srv *soakServer) bool {
+	for _, tc := range s.taskClients {
+		if tc.srv == srv && tc.live.Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *soak) workersOf(srv *soakServer) []*soakWorker {
@@ -484,6 +553,8 @@ func (s *soak) workersOf(srv *soakServer) []*soakWorker {
 // with it, starts it again on its state directory and reconnects its
 // clients; its sessions' histories are then checked.
 func (s *soak) restartServer(srv *soakServer, kill bool) {
+	srv.restartMu.Lock()
+	defer srv.restartMu.Unlock()
 	ws := s.workersOf(srv)
 	srv.down.Store(true)
 	for _, w := range ws {
@@ -609,6 +680,13 @@ func (s *soak) finalChecks() {
 			w.settle()
 		}()
 	}
+	for _, tc := range s.taskClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tc.settle()
+		}()
+	}
 	wg.Wait()
 	for _, srv := range s.servers {
 		s.mu.Lock()
@@ -620,7 +698,9 @@ func (s *soak) finalChecks() {
 		}
 		s.sampleOne(srv, true)
 	}
-	for _, srv := range s.servers[:2] {
+	// The servers that keep state, the task clients' too: what they were
+	// told must survive a SIGKILL.
+	for _, srv := range []*soakServer{s.servers[0], s.servers[1], s.taskSrv} {
 		s.restartServer(srv, true)
 	}
 	s.t.Logf("soak: final restarts done in %v", time.Since(start).Round(time.Millisecond))
@@ -631,6 +711,13 @@ func (s *soak) finalChecks() {
 			w.settle()
 			w.checkHistory("final")
 			w.checkNotebook()
+		}()
+	}
+	for _, tc := range s.taskClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tc.finalTaskChecks()
 		}()
 	}
 	wg.Wait()
@@ -694,7 +781,7 @@ func (s *soak) report(took time.Duration) {
 	for _, n := range s.checks {
 		nc += n
 	}
-	fmt.Fprintf(&b, "soak report: seed %d, %v (load %v), %d sessions on %d servers, %d connections\n", s.cfg.seed, took.Round(time.Second), s.cfg.dur, len(s.workers), len(s.servers), len(s.slots))
+	fmt.Fprintf(&b, "soak report: seed %d, %v (load %v), %d sessions on %d servers, %d connections, %d task clients\n", s.cfg.seed, took.Round(time.Second), s.cfg.dur, len(s.workers), len(s.servers), len(s.slots), len(s.taskClients))
 	fmt.Fprintf(&b, "calls: %d (slowest %v; bound %v)\n", total, s.slowest.Round(time.Millisecond), s.cfg.maxWait+5*time.Second)
 	for _, k := range sortedKeys(s.calls) {
 		fmt.Fprintf(&b, "  %-22s %d\n", k, s.calls[k])
@@ -702,6 +789,10 @@ func (s *soak) report(took time.Duration) {
 	fmt.Fprintf(&b, "faults injected: %d\n", nf)
 	for _, k := range sortedKeys(s.faults) {
 		fmt.Fprintf(&b, "  %-22s %d\n", k, s.faults[k])
+	}
+	fmt.Fprintf(&b, "task clients' run_code calls (and how their tasks ended, by the result's status):\n")
+	for _, k := range sortedKeys(s.taskOut) {
+		fmt.Fprintf(&b, "  %-40s %d\n", k, s.taskOut[k])
 	}
 	fmt.Fprintf(&b, "invariant checks: %d\n", nc)
 	for _, k := range sortedKeys(s.checks) {

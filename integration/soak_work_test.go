@@ -152,6 +152,14 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 			w.s.fail(invCross, fmt.Sprintf("%s of session %s (%s) shows %s, a marker of %s", tool, w.key, w.sid, m[0], m[1]), w, w.s.worker(m[1]))
 		}
 	}
+	// A task client's output, only in list_sessions of its own user on its
+	// own server.
+	for _, m := range taskMarkerRe.FindAllStringSubmatch(res.Text, -1) {
+		tc := w.s.taskClient(m[1])
+		if tool != "list_sessions" || tc == nil || tc.srv != w.srv || tc.user != w.primary.user {
+			w.s.fail(invCross, fmt.Sprintf("%s of session %s (%s) shows %s, a marker of task client %s", tool, w.key, w.sid, m[0], m[1]), w)
+		}
+	}
 	return res, faulted, nil
 }
 
@@ -161,6 +169,15 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 func (w *soakWorker) mayList(tool, key string) bool {
 	o := w.s.worker(key)
 	return tool == "list_sessions" && o != nil && o.srv == w.srv && o.primary.user == w.primary.user
+}
+
+func (s *soak) taskClient(key string) *taskClient {
+	for _, tc := range s.taskClients {
+		if tc.key == key {
+			return tc
+		}
+	}
+	return nil
 }
 
 func (s *soak) worker(key string) *soakWorker {
