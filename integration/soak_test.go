@@ -25,7 +25,7 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/internal/gatewaytest"
 )
 
-// TestSoak drives four kernel-mcp servers at once with several clients
+// TestSoak drives five kernel-mcp servers at once with several clients
 // (go-sdk over stdio and streamable HTTP, the official TypeScript client,
 // two users under --tokens-file, a --sandbox server and a Kernel Gateway
 // one) doing what users do, while faults are injected at random: kernels
