@@ -38,8 +38,14 @@ type Block struct {
 	HistoryUnsaved *HistoryBacklog
 }
 
-// RunStatus is the block's status, for the run_finished event.
-func (b *Block) RunStatus() string { return b.Status }
+// RunStatus is the block's status, for the run_finished event ("" for
+// none: a run whose work returned a nil block with its error).
+func (b *Block) RunStatus() string {
+	if b == nil {
+		return ""
+	}
+	return b.Status
+}
 
 // Elapsed is how long the block ran.
 func (b *Block) Elapsed() time.Duration { return b.End.Sub(b.Start) }

@@ -62,6 +62,11 @@ func (ss *Session) Kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 	}()
 	k, info, err := ss.eng.startKernel(ctx, ss.choice)
 	if err != nil {
+		if ctx.Err() != nil && ss.eng.ctx.Err() == nil {
+			// The start's own error (an interpreter check killed, a
+			// ready wait cut short) would misstate why.
+			return nil, lost, errStartCancelled
+		}
 		return nil, lost, err
 	}
 	ss.mu.Lock()
@@ -84,6 +89,10 @@ func (ss *Session) Kernel(ctx context.Context) (k *kernel.Kernel, lost error, er
 	ss.prepare(ctx, k, gen)
 	return k, lost, nil
 }
+
+// errStartCancelled is why a kernel did not start when the call that
+// started it was cancelled (tasks/cancel, a client's cancellation) first.
+var errStartCancelled = errors.New("the call was cancelled while the kernel was starting, so the start was stopped: no code ran, nothing was lost, and the session's next call starts a kernel")
 
 // prepare readies a kernel process the session just started for reads
 // beside its runs (guardParent), while the start still holds it: its main

@@ -182,3 +182,47 @@ func TestLateResetFailureIsReported(t *testing.T) {
 		t.Fatalf("after the failed reset x should be gone: status %s, error %+v", b.Status, b.Result.Error)
 	}
 }
+
+// A run cancelled (tasks/cancel) while its session's kernel starts ends
+// saying so: before, the start's own error stood in for the cause (an
+// interpreter check killed: "no Python interpreter found", or a ready wait
+// cut short: "did not become ready within 1m0s"). The next run starts a
+// kernel.
+func TestCancelDuringKernelStart(t *testing.T) {
+	ipytest.Require(t)
+	slow := filepath.Join(t.TempDir(), "python-slow")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 3\nexec python3 \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEngine(t, Config{PoolSize: 0, Python: slow, MaxWait: time.Second, StartTimeout: 2 * time.Minute})
+	ss, err := e.LookupOrCreate("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := e.StartRun(ctx, ss, nil, "run_code", func(ctx context.Context, r *Run) (any, error) {
+		return r.RunBlock(ctx, "x = 1", "", 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !r.Started() {
+		select {
+		case <-r.Changed():
+		case <-ctx.Done():
+			t.Fatal("the run never started")
+		}
+	}
+	r.Cancel()
+	if got := r.Await(ctx, 2*time.Minute); got != AwaitDone {
+		t.Fatalf("await after the cancel: %v", got)
+	}
+	_, err = r.Result()
+	if err == nil || !strings.Contains(err.Error(), "cancelled while the kernel was starting") || strings.Contains(err.Error(), "interpreter") {
+		t.Fatalf("a run cancelled during its kernel's start: %v", err)
+	}
+	if b := runCode(t, e, ss, "1 + 1"); b.Status != "ok" {
+		t.Fatalf("the run after: %s", b.Status)
+	}
+}

@@ -145,6 +145,8 @@ func taskResult(r *engine.Run) (json.RawMessage, string, error) {
 	note := ""
 	if o, ok := out.(RunOutput); ok {
 		note = o.Note
+	} else if err != nil {
+		note = err.Error() // why the run ended without a result: a cancelled kernel start says what was lost
 	}
 	b, err := json.Marshal(res)
 	return b, note, err
