@@ -129,6 +129,7 @@ func (c *Config) setDefaults() {
 type Engine struct {
 	cfg    Config
 	pool   *pool
+	runIDs *runIDs // run numbers reserved in the state folder (runids.go)
 	events *Hub
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -183,6 +184,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	s.initAllowedPythons()
 	s.charts = s.newChartRenderer()
+	s.runIDs = loadRunIDs(cfg.StateDir)
 	if err := s.restore(); err != nil {
 		cancel()
 		return nil, err
@@ -225,6 +227,7 @@ func (s *Engine) Close() error {
 	wg.Wait()
 	// Runs cut short by the kernels' shutdown record what they printed.
 	s.runs.Wait()
+	s.settleRunIDs()
 	s.closeStores(sessions)
 	s.pool.close()
 	s.idleStops.Wait()

@@ -334,6 +334,8 @@ func (s *Engine) restore() error {
 			ss.gen = max(ss.gen, e.Generation)
 			ss.runSeq = max(ss.runSeq, runNumber(e.Run))
 		}
+		// Past every number given out before a crash, too (runids.go).
+		ss.runSeq = max(ss.runSeq, s.runIDs.reserved(id))
 		s.sessions[id] = ss
 		s.events.Publish(Event{Kind: SessionCreated, Session: id})
 		restored++

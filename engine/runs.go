@@ -162,6 +162,9 @@ func (s *Engine) StartRun(ctx context.Context, ss *Session, place Place, tool st
 	s.mu.Unlock()
 	ss.mu.Lock()
 	ss.runSeq++
+	if err := s.runIDs.take(ss.id, ss.runSeq); err != nil {
+		s.cfg.Logger.Warn("cannot reserve run ids in the state folder; after a crash, ids of runs cut short may be given again", "session", ss.id, "error", err)
+	}
 	r.id = fmt.Sprintf("r%d", ss.runSeq)
 	ss.runs = append(ss.runs, r)
 	ss.forgetOldRuns()
