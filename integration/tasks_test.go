@@ -357,6 +357,52 @@ func (c *sepHTTPClient) post(method string, params map[string]any, extra map[str
 	return m, resp.StatusCode
 }
 
+// listen opens a subscriptions/listen for task ids over streamable HTTP:
+// its POST's response is an event stream. It returns the messages as they
+// come (the channel closes when the stream ends) and a function that ends
+// the stream, as a client does by closing it.
+func (c *sepHTTPClient) listen(ids []string) (<-chan map[string]any, func()) {
+	c.t.Helper()
+	params := map[string]any{"notifications": map[string]any{"taskIds": ids}}
+	caps := map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps,
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": params})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		c.t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		cancel()
+		c.t.Fatalf("subscriptions/listen: HTTP %d %s", resp.StatusCode, ct)
+	}
+	out := make(chan map[string]any, 64)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					out <- m
+				}
+			}
+		}
+	}()
+	return out, cancel
+}
+
 // Over streamable HTTP with --tokens-file: a task is its user's alone. To
 // another user its id is as unknown as one never made, and it is not in
 // their tasks/list; its record is in its user's state folder.
@@ -416,6 +462,37 @@ func TestTasksHTTPUsers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "state", "users", "alice", "tasks", id+".json")); err != nil {
 		t.Errorf("alice's task record: %v", err)
 	}
+	// SEP-2663's task notifications over HTTP: the listen's own POST is the
+	// stream. bob's listen agrees to none of alice's tasks.
+	notes, endListen := alice26.listen([]string{id, "0123456789abcdef0123456789abcdef"})
+	defer endListen()
+	bobNotes, endBob := bob26.listen([]string{id})
+	if ack := <-bobNotes; ack["method"] != "notifications/subscriptions/acknowledged" || fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != "map[taskIds:[]]" {
+		t.Errorf("bob's listen for alice's task: %v", ack)
+	}
+	endBob()
+	for range bobNotes {
+		t.Errorf("bob's listen told him of alice's task")
+	}
+	if ack := <-notes; ack["method"] != "notifications/subscriptions/acknowledged" || fmt.Sprint(ack["params"].(map[string]any)["notifications"]) != fmt.Sprintf("map[taskIds:[%s]]", id) {
+		t.Fatalf("alice's listen: %v", ack)
+	}
+	var told []string
+	for len(told) == 0 || told[len(told)-1] != "completed" {
+		n, ok := <-notes
+		p, _ := n["params"].(map[string]any)
+		if !ok || n["method"] != "notifications/tasks" || p["taskId"] != id {
+			t.Fatalf("alice's listen after %v: %v (open %v)", told, n, ok)
+		}
+		told = append(told, fmt.Sprint(p["status"]))
+		if p["status"] == "completed" && !strings.Contains(fmt.Sprint(p["result"]), "step 3") {
+			t.Errorf("the completed task's notification: %v", p)
+		}
+	}
+	if told[0] != "working" {
+		t.Errorf("alice was told %v", told)
+	}
+	endListen()
 	for _, method := range []string{"tasks/get", "tasks/cancel"} {
 		other, _ := bob26.post(method, map[string]any{"taskId": id}, nil)
 		unknown, _ := bob26.post(method, map[string]any{"taskId": "0123456789abcdef0123456789abcdef"}, nil)

@@ -388,6 +388,9 @@ func (s *Server) OrderedHTTP(h http.Handler) http.Handler {
 				if !checkTaskHeaders(w, r.Header, req) {
 					return
 				}
+				if req.Method == "subscriptions/listen" && s.tasks != nil && s.listenHTTP(w, r, req) {
+					return
+				}
 				before := req.Params
 				if tk, stamped = s.stamp(req, ""); stamped || !bytes.Equal(before, req.Params) {
 					if b, err := jsonrpc.EncodeMessage(req); err == nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/kernel-mcp/kernel-mcp/tasks"
@@ -21,9 +23,11 @@ import (
 //     that asked for the task's id (notifications.taskIds). Such a listen is
 //     answered here, not by go-sdk (which knows no taskIds), when task ids
 //     are all it asks for; one that asks for more goes to go-sdk, and its
-//     acknowledgement agrees to no task ids, so the client polls.
-// Over HTTP (no connection of ours) none are sent: clients poll, as both
-// designs allow.
+//     acknowledgement agrees to no task ids, so the client polls. Over
+//     stdio the stream is the connection; over streamable HTTP it is the
+//     listen's own POST, answered as an event stream (listenHTTP).
+// 2025-11-25's notifications over HTTP (a session's GET stream, which is
+// go-sdk's) are not sent: those clients poll, as that design allows.
 
 // taskNotices is what the notifications need: the connections by name, and
 // for each task the connection to tell and the status it was last told.
@@ -37,9 +41,10 @@ type taskNotices struct {
 }
 
 type taskListen struct {
-	conn *orderedConn
-	id   jsonrpc.ID
-	told map[string]tasks.Status
+	conn  string // the ordered connection's name; an HTTP listen's own
+	id    jsonrpc.ID
+	write func(jsonrpc.Message) error
+	told  map[string]tasks.Status
 }
 
 // addConn names a new ordered connection.
@@ -56,7 +61,7 @@ func (s *Server) dropConn(id string) {
 	s.noticeMu.Lock()
 	defer s.noticeMu.Unlock()
 	delete(s.notices.conns, id)
-	s.notices.listens = slices.DeleteFunc(s.notices.listens, func(l *taskListen) bool { return l.conn.id == id })
+	s.notices.listens = slices.DeleteFunc(s.notices.listens, func(l *taskListen) bool { return l.conn == id })
 	for task, conn := range s.notices.to {
 		if conn == id {
 			delete(s.notices.to, task)
@@ -126,13 +131,22 @@ func (s *Server) taskStream(c *orderedConn, msg jsonrpc.Message) bool {
 		defer s.noticeMu.Unlock()
 		n := len(s.notices.listens)
 		s.notices.listens = slices.DeleteFunc(s.notices.listens, func(l *taskListen) bool {
-			return l.conn == c && fmt.Sprint(l.id.Raw()) == fmt.Sprint(p.RequestID)
+			return l.conn == c.id && fmt.Sprint(l.id.Raw()) == fmt.Sprint(p.RequestID)
 		})
 		return len(s.notices.listens) < n
 	case req.Method == "subscriptions/listen" && req.ID.IsValid():
-	default:
-		return false
+		handled, _ := s.openListen(req, c.id, func(m jsonrpc.Message) error { return c.Connection.Write(context.Background(), m) })
+		return handled
 	}
+	return false
+}
+
+// openListen answers a subscriptions/listen for task ids only, on a stream
+// whose messages write sends. It reports whether it answered (one that asks
+// for no task ids, or for more, is go-sdk's), and whether a listen is open
+// (not when it refused it): that listen is conn's until dropConn or the
+// client's notifications/cancelled ends it.
+func (s *Server) openListen(req *jsonrpc.Request, conn string, write func(jsonrpc.Message) error) (handled, open bool) {
 	var p struct {
 		Meta          mcp.Meta                   `json:"_meta"`
 		Notifications map[string]json.RawMessage `json:"notifications"`
@@ -140,15 +154,15 @@ func (s *Server) taskStream(c *orderedConn, msg jsonrpc.Message) bool {
 	json.Unmarshal(req.Params, &p)
 	var ids []string
 	if json.Unmarshal(p.Notifications["taskIds"], &ids) != nil || len(ids) == 0 || len(p.Notifications) != 1 {
-		return false // go-sdk's: no task ids, or more than task ids
+		return false, false // go-sdk's: no task ids, or more than task ids
 	}
 	if !declaresTasks(p.Meta) {
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
-		c.Connection.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
+		write(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
 			Message: "Missing required client capability: task notifications need the " + tasksExtension + " extension declared", Data: data}})
-		return true
+		return true, false
 	}
-	l := &taskListen{conn: c, id: req.ID, told: map[string]tasks.Status{}}
+	l := &taskListen{conn: conn, id: req.ID, write: write, told: map[string]tasks.Status{}}
 	agreed := []string{}
 	for _, id := range ids {
 		if _, err := s.tasks.Get(id); err == nil && !slices.Contains(agreed, id) {
@@ -157,14 +171,14 @@ func (s *Server) taskStream(c *orderedConn, msg jsonrpc.Message) bool {
 		}
 	}
 	ack, _ := json.Marshal(map[string]any{"_meta": map[string]any{mcp.MetaKeySubscriptionID: req.ID.Raw()}, "notifications": map[string]any{"taskIds": agreed}})
-	c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/subscriptions/acknowledged", Params: ack})
+	write(&jsonrpc.Request{Method: "notifications/subscriptions/acknowledged", Params: ack})
 	s.noticeMu.Lock()
 	s.notices.listens = append(s.notices.listens, l)
 	s.noticeMu.Unlock()
 	for _, id := range agreed {
 		s.notifyListens(id) // the state now, then each change
 	}
-	return true
+	return true, true
 }
 
 // notifyListens sends notifications/tasks with the task as tasks/get shows
@@ -195,7 +209,62 @@ func (s *Server) notifyListens(id string) {
 		l.told[id] = v.Status
 		s.noticeMu.Unlock()
 		if fresh {
-			l.conn.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/tasks", Params: b})
+			l.write(&jsonrpc.Request{Method: "notifications/tasks", Params: b})
 		}
 	}
+}
+
+// listenHTTP serves a subscriptions/listen for task ids that came over
+// streamable HTTP (protocol 2026-07-28, no HTTP session): its POST's
+// response is the stream, an event per message, until the client closes
+// it or the server stops. It reports false, having written nothing, for a
+// listen that is go-sdk's.
+func (s *Server) listenHTTP(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return false
+	}
+	var mu sync.Mutex
+	started := false
+	write := func(m jsonrpc.Message) error {
+		b, err := jsonrpc.EncodeMessage(m)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			started = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+		}
+		if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", b); err != nil {
+			return err
+		}
+		flusher.Flush()
+		return nil
+	}
+	conn := "http-" + uuid.NewString()
+	handled, open := s.openListen(req, conn, write)
+	if !open {
+		return handled
+	}
+	drain, _ := r.Context().Value(drainKey{}).(<-chan struct{})
+	select {
+	case <-r.Context().Done():
+	case <-s.tasks.Stopped():
+	case <-drain:
+	}
+	s.dropConn(conn)
+	return true
+}
+
+type drainKey struct{}
+
+// WithDrain gives ctx (an HTTP request's) a channel that closes when the
+// HTTP server begins to shut down: a task listen's stream ends then, so
+// that it does not hold the shutdown for its grace period.
+func WithDrain(ctx context.Context, drain <-chan struct{}) context.Context {
+	return context.WithValue(ctx, drainKey{}, drain)
 }

@@ -186,6 +186,9 @@ func (m *Manager) Stop() {
 	m.stopping = true
 }
 
+// Stopped is closed by Stop.
+func (m *Manager) Stopped() <-chan struct{} { return m.stop }
+
 // Wait waits for the watchers to return (after Stop).
 func (m *Manager) Wait() { m.watchers.Wait() }
 

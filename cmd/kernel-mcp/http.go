@@ -194,11 +194,14 @@ func serveHTTPLimited(ctx context.Context, ln net.Listener, h http.Handler, grac
 }
 
 // endStreamsOnShutdown cancels the context of GET requests (the server's
-// SSE streams) once draining is done; other requests keep theirs.
+// SSE streams) once draining is done; other requests keep theirs, and are
+// given draining for streams of their own (mcpserver.WithDrain).
 func endStreamsOnShutdown(draining context.Context, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
-			h.ServeHTTP(w, r)
+			// A POST may be a long-lived stream too (a task listen of
+			// protocol 2026-07-28), which ends when draining does.
+			h.ServeHTTP(w, r.WithContext(mcpserver.WithDrain(r.Context(), draining.Done())))
 			return
 		}
 		ctx, cancel := context.WithCancel(r.Context())
