@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"image"
-	"image/color"
 	"image/jpeg"
 	"image/png"
 	"math/rand/v2"
@@ -13,34 +12,9 @@ import (
 	"testing"
 
 	"github.com/kernel-mcp/kernel-mcp/engine"
+	"github.com/kernel-mcp/kernel-mcp/internal/testimg"
 	"github.com/kernel-mcp/kernel-mcp/kernel"
 )
-
-// scatterPNG draws something like a scatter plot: a white w x h canvas
-// with dots of a few colors, encoded as PNG.
-func scatterPNG(t testing.TB, w, h, dots int) []byte {
-	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	img.Pix[0] = 0xff // white, by doubling copies: the race detector makes a loop slow
-	for n := 1; n < len(img.Pix); n *= 2 {
-		copy(img.Pix[n:], img.Pix[:n])
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	colors := []color.NRGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {0, 0, 0, 255}}
-	for i := range dots {
-		x, y, c := rng.IntN(w-3), rng.IntN(h-3), colors[i%len(colors)]
-		for dy := range 3 {
-			for dx := range 3 {
-				img.SetNRGBA(x+dx, y+dy, c)
-			}
-		}
-	}
-	var buf bytes.Buffer
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 func noiseJPEG(t testing.TB, w, h int) []byte {
 	t.Helper()
@@ -85,7 +59,7 @@ func contentKinds(c []Part) string {
 func TestImageDownscalePNG(t *testing.T) {
 	t.Parallel()
 	const limit = 100_000
-	full := scatterPNG(t, 3000, 2000, 12000)
+	full := testimg.ScatterPNG(t, 3000, 2000, 12000)
 	if base64.StdEncoding.EncodedLen(len(full)) <= limit {
 		t.Fatalf("test image is only %d bytes: too small to need downscaling", len(full))
 	}
@@ -157,7 +131,7 @@ func TestImageJPEGStaysJPEG(t *testing.T) {
 }
 
 func TestImageSmallInline(t *testing.T) {
-	small := scatterPNG(t, 64, 48, 10)
+	small := testimg.ScatterPNG(t, 64, 48, 10)
 	pol, st := testPolicy(1 << 20)
 	content, uri, _ := renderImage(pol, "image/png", small)
 	if got := contentKinds(content); got != "image" {
@@ -196,7 +170,7 @@ func TestImageUndecodableAndSVGLinkOnly(t *testing.T) {
 func TestImageLinkOnlyMode(t *testing.T) {
 	pol, _ := testPolicy(1 << 20)
 	pol.LinkOnly = true
-	content, uri, _ := renderImage(pol, "image/png", scatterPNG(t, 64, 48, 10))
+	content, uri, _ := renderImage(pol, "image/png", testimg.ScatterPNG(t, 64, 48, 10))
 	if got := contentKinds(content); got != "link,text" {
 		t.Fatalf("content %s, want link,text", got)
 	}
@@ -213,7 +187,7 @@ func TestImageLinkOnlyMode(t *testing.T) {
 
 // Render keeps each display's image and names it in the display.
 func TestFormatDisplayResource(t *testing.T) {
-	pngData := scatterPNG(t, 64, 48, 10)
+	pngData := testimg.ScatterPNG(t, 64, 48, 10)
 	b64, _ := json.Marshal(base64.StdEncoding.EncodeToString(pngData))
 	fig, _ := json.Marshal("<Figure size 64x48 with 1 Axes>")
 	res := &kernel.ExecuteResult{Outputs: []kernel.Output{
