@@ -12,6 +12,16 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/internal/ipytest"
 )
 
+// slowPython is an interpreter that takes 3 s to start.
+func slowPython(t *testing.T) string {
+	t.Helper()
+	slow := filepath.Join(t.TempDir(), "python-slow")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 3\nexec python3 \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return slow
+}
+
 // A reset whose fresh kernel is slow to start answers within MaxWait,
 // saying the restart goes on; the next run waits for it and gets the fresh
 // kernel. Before, reset_session and reset_run_context held their call for
@@ -19,11 +29,7 @@ import (
 // --max-wait 6).
 func TestResetAnswersWithinMaxWait(t *testing.T) {
 	ipytest.Require(t)
-	// An interpreter that takes 3 s to start: longer than MaxWait.
-	slow := filepath.Join(t.TempDir(), "python-slow")
-	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 3\nexec python3 \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	slow := slowPython(t) // longer than MaxWait
 	e := newTestEngine(t, Config{PoolSize: 0, Python: slow, MaxWait: time.Second, StartTimeout: 2 * time.Minute})
 	ss, err := e.LookupOrCreate("slow")
 	if err != nil {
@@ -65,10 +71,7 @@ func TestResetAnswersWithinMaxWait(t *testing.T) {
 // the 60 s start timeout).
 func TestCreateAnswersWithinMaxWait(t *testing.T) {
 	ipytest.Require(t)
-	slow := filepath.Join(t.TempDir(), "python-slow")
-	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 3\nexec python3 \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	slow := slowPython(t)
 	e := newTestEngine(t, Config{PoolSize: 0, Python: slow, MaxWait: time.Second, StartTimeout: 2 * time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -190,10 +193,7 @@ func TestLateResetFailureIsReported(t *testing.T) {
 // kernel.
 func TestCancelDuringKernelStart(t *testing.T) {
 	ipytest.Require(t)
-	slow := filepath.Join(t.TempDir(), "python-slow")
-	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 3\nexec python3 \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	slow := slowPython(t)
 	e := newTestEngine(t, Config{PoolSize: 0, Python: slow, MaxWait: time.Second, StartTimeout: 2 * time.Minute})
 	ss, err := e.LookupOrCreate("slow")
 	if err != nil {

@@ -217,29 +217,7 @@ func (c *tsConn) call(ctx context.Context, tool string, args map[string]any) (so
 		if r.Error != "" {
 			return soakRes{}, errors.New(r.Error)
 		}
-		var res struct {
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-			Structured map[string]any `json:"structuredContent"`
-			IsError    bool           `json:"isError"`
-		}
-		if err := json.Unmarshal(r.Result, &res); err != nil {
-			return soakRes{}, err
-		}
-		out := soakRes{IsError: res.IsError, Structured: res.Structured}
-		var texts []string
-		for _, p := range res.Content {
-			switch p.Type {
-			case "text":
-				texts = append(texts, p.Text)
-			case "image":
-				out.Images++
-			}
-		}
-		out.Text = strings.Join(texts, "\n")
-		return out, nil
+		return parseToolResult(r.Result)
 	case <-c.dead:
 		return soakRes{}, fmt.Errorf("%w (%v); its stderr: %s", errConnGone, c.cmd.ProcessState, lastLines(c.stderr.String(), 15))
 	case <-ctx.Done():

@@ -456,8 +456,15 @@ func sameTerminal(a, b taskState) bool {
 	return a.Status == b.Status && a.Message == b.Message && canonical(a.Result) == canonical(b.Result) && canonical(a.Error) == canonical(b.Error)
 }
 
-// toolResult reads a CallToolResult's JSON as the soak reads results.
+// toolResultOf reads a CallToolResult's JSON as the soak reads results
+// (what is not a result reads as an empty one).
 func toolResultOf(raw json.RawMessage) soakRes {
+	res, _ := parseToolResult(raw)
+	return res
+}
+
+// parseToolResult reads a CallToolResult's JSON as the soak reads results.
+func parseToolResult(raw json.RawMessage) (soakRes, error) {
 	var res struct {
 		Content []struct {
 			Type string `json:"type"`
@@ -466,7 +473,9 @@ func toolResultOf(raw json.RawMessage) soakRes {
 		Structured map[string]any `json:"structuredContent"`
 		IsError    bool           `json:"isError"`
 	}
-	json.Unmarshal(raw, &res)
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return soakRes{}, err
+	}
 	out := soakRes{IsError: res.IsError, Structured: res.Structured}
 	var texts []string
 	for _, p := range res.Content {
@@ -478,7 +487,7 @@ func toolResultOf(raw json.RawMessage) soakRes {
 		}
 	}
 	out.Text = strings.Join(texts, "\n")
-	return out
+	return out, nil
 }
 
 // sameToolResult compares what a client reads of two CallToolResults:
@@ -1222,15 +1231,7 @@ func (tc *taskClient) pid() int {
 	if err != nil {
 		return 0
 	}
-	rows, _ := res.Structured["sessions"].([]any)
-	for _, r := range rows {
-		row, _ := r.(map[string]any)
-		if row["session_id"] == tc.sid {
-			f, _ := row["pid"].(float64)
-			return int(f)
-		}
-	}
-	return 0
+	return sessionPid(res, tc.sid)
 }
 
 // takes says which of the injector's faults a task client takes.

@@ -587,10 +587,16 @@ func (w *soakWorker) pid() int {
 	if err != nil {
 		return 0
 	}
+	return sessionPid(res, w.sid)
+}
+
+// sessionPid is session sid's kernel pid in a list_sessions result (0 when
+// it has none).
+func sessionPid(res soakRes, sid string) int {
 	rows, _ := res.Structured["sessions"].([]any)
 	for _, r := range rows {
 		row, _ := r.(map[string]any)
-		if row["session_id"] == w.sid {
+		if row["session_id"] == sid {
 			f, _ := row["pid"].(float64)
 			return int(f)
 		}

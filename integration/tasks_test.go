@@ -272,10 +272,18 @@ func (c *httpTasksClient) post(method string, params map[string]any) map[string]
 	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
 		c.sessn = id
 	}
-	b, _ := io.ReadAll(resp.Body)
 	if params == nil {
+		io.Copy(io.Discard, resp.Body)
 		return nil
 	}
+	return rpcResponse(c.t, method, resp)
+}
+
+// rpcResponse reads the JSON-RPC response of a streamable HTTP POST, from a
+// JSON body or the event stream that carries it.
+func rpcResponse(t *testing.T, method string, resp *http.Response) map[string]any {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		for _, line := range strings.Split(string(b), "\n") {
 			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) {
@@ -285,7 +293,7 @@ func (c *httpTasksClient) post(method string, params map[string]any) map[string]
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		c.t.Fatalf("%s: HTTP %d %q: %v", method, resp.StatusCode, b, err)
+		t.Fatalf("%s: HTTP %d %q: %v", method, resp.StatusCode, b, err)
 	}
 	return m
 }
@@ -305,6 +313,27 @@ type sepHTTPClient struct {
 // leave out). It returns the JSON-RPC response and the HTTP status.
 func (c *sepHTTPClient) post(method string, params map[string]any, extra map[string]string) (map[string]any, int) {
 	c.t.Helper()
+	h := map[string]string{}
+	if id, ok := params["taskId"].(string); ok {
+		h["Mcp-Name"] = id
+	} else if name, ok := params["name"].(string); ok {
+		h["Mcp-Name"] = name
+	}
+	maps.Copy(h, extra)
+	resp, err := http.DefaultClient.Do(c.request(context.Background(), method, params, h))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.t.Errorf("%s: a 2026-07-28 request got an HTTP session %q", method, id)
+	}
+	return rpcResponse(c.t, method, resp), resp.StatusCode
+}
+
+// request is a POST of method with params, the _meta and headers of
+// protocol 2026-07-28, and the headers in extra ("": leave out).
+func (c *sepHTTPClient) request(ctx context.Context, method string, params map[string]any, extra map[string]string) *http.Request {
 	caps := map[string]any{}
 	if !c.plain {
 		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
@@ -315,7 +344,7 @@ func (c *sepHTTPClient) post(method string, params map[string]any, extra map[str
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-http-2026", "version": "1"},
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest("POST", c.url, bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.url, bytes.NewReader(body))
 	h := map[string]string{
 		"Content-Type":         "application/json",
 		"Accept":               "application/json, text/event-stream",
@@ -323,38 +352,13 @@ func (c *sepHTTPClient) post(method string, params map[string]any, extra map[str
 		"MCP-Protocol-Version": "2026-07-28",
 		"Mcp-Method":           method,
 	}
-	if id, ok := params["taskId"].(string); ok {
-		h["Mcp-Name"] = id
-	} else if name, ok := params["name"].(string); ok {
-		h["Mcp-Name"] = name
-	}
 	maps.Copy(h, extra)
 	for k, v := range h {
 		if v != "" {
 			req.Header.Set(k, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-		c.t.Errorf("%s: a 2026-07-28 request got an HTTP session %q", method, id)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, line := range strings.Split(string(b), "\n") {
-			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) {
-				b = []byte(data)
-			}
-		}
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		c.t.Fatalf("%s: HTTP %d %q: %v", method, resp.StatusCode, b, err)
-	}
-	return m, resp.StatusCode
+	return req
 }
 
 // listen opens a subscriptions/listen for task ids over streamable HTTP:
@@ -363,19 +367,8 @@ func (c *sepHTTPClient) post(method string, params map[string]any, extra map[str
 // the stream, as a client does by closing it.
 func (c *sepHTTPClient) listen(ids []string) (<-chan map[string]any, func()) {
 	c.t.Helper()
-	params := map[string]any{"notifications": map[string]any{"taskIds": ids}}
-	caps := map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": caps,
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": params})
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req := c.request(ctx, "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": ids}}, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		cancel()
