@@ -308,9 +308,20 @@ const interruptDebounce = time.Second
 // no turn), and returns what it did. sent is false when nothing was sent.
 func (s *Engine) Interrupt(ctx context.Context, ss *Session) (msg string, sent bool, err error) {
 	ss.mu.Lock()
-	k := ss.k
+	k, starting := ss.k, ss.starting
 	ss.mu.Unlock()
 	if k == nil {
+		if r := ss.CurrentRun(); r != nil {
+			// A run holds the execution right and there is no kernel
+			// (it waits for the kernel's start, or is about to start
+			// it): stopping the run stops the start, and
+			// errStartCancelled says what that cost.
+			r.Cancel()
+			if !starting {
+				return fmt.Sprintf("Run %s in session %s, which had no kernel yet, was cancelled.", r.id, ss.id), true, nil
+			}
+			return fmt.Sprintf("Run %s was waiting for session %s's kernel to start; the start was stopped and the run cancelled: no code ran, nothing was lost, and the next call starts a kernel.", r.id, ss.id), true, nil
+		}
 		return "Nothing to interrupt: session " + ss.id + " has no running kernel.", false, nil
 	}
 	// A run is in progress while it holds the execution right.

@@ -222,6 +222,36 @@ func TestCancelDuringKernelStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cancelled while the kernel was starting") || strings.Contains(err.Error(), "interpreter") {
 		t.Fatalf("a run cancelled during its kernel's start: %v", err)
 	}
+
+	// interrupt_session during the start does the same (it said there was
+	// nothing to interrupt).
+	ss2, err := e.LookupOrCreate("slow2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := e.StartRun(ctx, ss2, nil, "run_code", func(ctx context.Context, r *Run) (any, error) {
+		return r.RunBlock(ctx, "x = 1", "", 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !r2.Started() {
+		select {
+		case <-r2.Changed():
+		case <-ctx.Done():
+			t.Fatal("the run never started")
+		}
+	}
+	// The run may be in the start or just before it (the message says
+	// which); either way its start is stopped.
+	msg, sent, err := e.Interrupt(ctx, ss2)
+	if err != nil || !sent || !strings.Contains(msg, "Run "+r2.ID()) || !strings.Contains(msg, "cancelled") {
+		t.Fatalf("interrupt during the start: %q %v %v", msg, sent, err)
+	}
+	r2.Await(ctx, 2*time.Minute)
+	if _, err := r2.Result(); err == nil || !strings.Contains(err.Error(), "cancelled while the kernel was starting") {
+		t.Fatalf("the interrupted run: %v", err)
+	}
 	if b := runCode(t, e, ss, "1 + 1"); b.Status != "ok" {
 		t.Fatalf("the run after: %s", b.Status)
 	}
