@@ -446,6 +446,50 @@ func TestProgressNotifications(t *testing.T) {
 	}
 }
 
+// Over streamable HTTP too, in both eras: under protocol 2026-07-28 (no
+// HTTP session) a notification reaches the client only on its call's own
+// response stream, so it must be sent in the call's context.
+func TestProgressNotificationsHTTP(t *testing.T) {
+	t.Parallel()
+	url := startHTTPServer(t)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			progress := make(chan *mcp.ProgressNotificationParams, 64)
+			client := mcp.NewClient(&mcp.Implementation{Name: "progress", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					select {
+					case progress <- r.Params:
+					default:
+					}
+				},
+			})
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != version {
+				t.Fatalf("the session speaks %s, want %s", got, version)
+			}
+			params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "prog-" + version, "code": "import time\nfor i in range(5):\n    print('step', i, flush=True)\n    time.sleep(0.5)"}}
+			params.SetProgressToken("tok-" + version)
+			if _, err := cs.CallTool(ctx, params); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case p := <-progress:
+				if p.ProgressToken != "tok-"+version || !strings.Contains(p.Message, "step") {
+					t.Fatalf("progress %+v", p)
+				}
+			default:
+				t.Fatal("no progress notification during a 2.5 s run")
+			}
+		})
+	}
+}
+
 // Closing stdin ends the server and every kernel it started.
 func TestStdinEOFShutsKernelsDown(t *testing.T) {
 	t.Parallel()

@@ -21,6 +21,7 @@ import (
 // attachment is a call now waiting on a run: progress notifications and
 // elicitation go to it.
 type attachment struct {
+	ctx     context.Context // the call's
 	session *mcp.ServerSession
 	token   any // progress token; nil when the call asked for none
 	ticks   int
@@ -31,11 +32,11 @@ type attachment struct {
 	gone bool
 }
 
-func attachmentOf(req *mcp.CallToolRequest) *attachment {
+func attachmentOf(ctx context.Context, req *mcp.CallToolRequest) *attachment {
 	if req == nil || req.Session == nil {
 		return nil
 	}
-	return &attachment{session: req.Session, token: req.Params.GetProgressToken()}
+	return &attachment{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken()}
 }
 
 // attach makes a call the run's listener until detach.
@@ -108,7 +109,11 @@ func (s *Server) sendProgress(r *engine.Run, line string) {
 	if a.gone {
 		return
 	}
-	nctx, cancel := context.WithTimeout(s.eng.Context(), 5*time.Second)
+	// The call's own context: it names the request the notification
+	// belongs to, which a transport without a session of its own
+	// (streamable HTTP under protocol 2026-07-28) needs to send it on that
+	// request's response stream.
+	nctx, cancel := context.WithTimeout(a.ctx, 5*time.Second)
 	a.session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: a.token, Progress: float64(ticks), Message: msg})
 	cancel()
 }

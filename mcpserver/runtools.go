@@ -71,7 +71,7 @@ func runTool[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, 
 // run off. When ctx ends first, cancelled (if any) runs.
 func attend[Out any](s *Server, ctx context.Context, req *mcp.CallToolRequest, r *engine.Run, wait time.Duration, cancelled func(), handoff func(v engine.RunView, output string) Out) (*mcp.CallToolResult, Out, error) {
 	var zero Out
-	detach := s.attach(r, attachmentOf(req))
+	detach := s.attach(r, attachmentOf(ctx, req))
 	elicits := canElicit(req) && (req.Params.RequestState == "" || multiRoundTrip(req))
 	stopEliciting := func() {}
 	if elicits {
