@@ -365,6 +365,9 @@ func (ss *Session) ResolvePath(p string, access Access) (ToolPath, error) {
 	if p == "" {
 		return ToolPath{}, errors.New("path is empty")
 	}
+	if us := ss.eng.cfg.UserServer; us != nil {
+		return ToolPath{}, fileToolsRefusal(us)
+	}
 	base, err := ss.cwd()
 	if err != nil {
 		return ToolPath{}, err
