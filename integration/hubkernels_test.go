@@ -315,3 +315,38 @@ func TestHubKernels(t *testing.T) {
 		t.Errorf("alice's history after the culler: %s", out)
 	}
 }
+
+// TestHubKernelsNamedServer: with --hub-server-name, a person's kernels run
+// in their named server of that name, which the first call creates and
+// starts, and not in their default server.
+func TestHubKernelsNamedServer(t *testing.T) {
+	t.Parallel()
+	requireHubKernelParts(t)
+	s := startHubOpts(t, map[string]string{"PYTHON_MCP_INTERPRETER": ""}, false, hubOptions{
+		flags:  []string{"--hub-kernels", "--hub-server-name", "mcp"},
+		config: hubKernelsConfig + "\nc.JupyterHub.allow_named_servers = True\n",
+	})
+	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	out := callText(t, alice, "run_code", map[string]any{"code": "import os\nprint(os.environ['JUPYTERHUB_USER'], os.environ['JUPYTERHUB_SERVER_NAME'])"})
+	if !strings.Contains(out, "alice mcp") {
+		t.Errorf("alice's run: %s", out)
+	}
+	status, body := hubGet(t, http.MethodGet, s.apiURL+"/users/alice", "culler-test-token")
+	var m struct {
+		Servers map[string]struct {
+			Ready bool `json:"ready"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil || status != http.StatusOK {
+		t.Fatalf("the hub about alice: %d %s", status, body)
+	}
+	if !m.Servers["mcp"].Ready || m.Servers[""].Ready {
+		t.Errorf("alice's servers: %s", body)
+	}
+	if out := callText(t, alice, "list_kernels", nil); !strings.Contains(out, "/user/alice/mcp/") {
+		t.Errorf("list_kernels: %s", out)
+	}
+}
