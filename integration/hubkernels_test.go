@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kernel-mcp/kernel-mcp/kernel"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -210,8 +212,10 @@ func TestHubKernels(t *testing.T) {
 
 	// A spawn on first use, with progress.
 	who := "import os\nprint(os.environ['JUPYTERHUB_USER'], os.getcwd())\nx = 41"
+	begun := time.Now()
 	out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "alices", "code": who},
 		Meta: mcp.Meta{"progressToken": "alice-1"}})
+	t.Logf("spawn to first result: %v (the test spawner's 2 s included)", time.Since(begun).Round(time.Millisecond))
 	if isErr || !strings.Contains(out, "alice "+home("alice")) {
 		t.Fatalf("alice's first run (error %v): %s", isErr, out)
 	}
@@ -231,6 +235,8 @@ func TestHubKernels(t *testing.T) {
 	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "save_notebook", Arguments: map[string]any{"session_id": "alices", "path": "a.ipynb"}}); !isErr || !strings.Contains(out, "not available in this mode yet") {
 		t.Errorf("save_notebook (error %v): %s", isErr, out)
 	}
+
+	roundTrips(t, s, aliceToken)
 
 	bob, err := mcpAs(t, s.mcpURL, newPerson(t, "bob", "hub-password"), dcr())
 	if err != nil {
@@ -348,5 +354,50 @@ func TestHubKernelsNamedServer(t *testing.T) {
 	}
 	if out := callText(t, alice, "list_kernels", nil); !strings.Contains(out, "/user/alice/mcp/") {
 		t.Errorf("list_kernels: %s", out)
+	}
+}
+
+// roundTrips measures 1+1 on alice's server through the hub's proxy and at
+// the server's own address (the proxy's route for it), and logs both: the
+// cost of the proxy, for docs/performance.md.
+func roundTrips(t *testing.T, s *hubSetup, token string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.proxyAPI, nil)
+	req.Header.Set("Authorization", "token proxy-api-test-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes map[string]struct {
+		Target string `json:"target"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&routes)
+	resp.Body.Close()
+	if err != nil || routes["/user/alice"].Target == "" {
+		t.Fatalf("the proxy's routes: %v %v", routes, err)
+	}
+	for _, c := range []struct{ name, url string }{
+		{"through the hub's proxy", s.hubURL + "/user/alice/"},
+		{"direct", routes["/user/alice"].Target + "/user/alice/"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		k, err := kernel.Start(ctx, kernel.Options{Gateway: &kernel.Gateway{URL: c.url, Token: token}, StartTimeout: time.Minute})
+		if err != nil {
+			cancel()
+			t.Fatalf("a kernel %s: %v", c.name, err)
+		}
+		const n = 40
+		times := make([]time.Duration, 0, n)
+		for range n {
+			t0 := time.Now()
+			if _, err := k.Execute(ctx, "1+1", kernel.ExecuteOptions{}); err != nil {
+				t.Fatalf("1+1 %s: %v", c.name, err)
+			}
+			times = append(times, time.Since(t0))
+		}
+		k.Close()
+		cancel()
+		slices.Sort(times)
+		t.Logf("1+1 on alice's server %s: median %v (p10 %v, p90 %v, %d runs)", c.name, times[n/2], times[n/10], times[9*n/10], n)
 	}
 }

@@ -85,6 +85,9 @@ type hubSetup struct {
 	base   string // kernel-mcp's issuer
 	apiURL string // the hub's REST API
 	dir    string // the hub's folder; kernel-mcp's state is in dir/state
+	// proxyAPI is the proxy's routes API (token "proxy-api-test-token"),
+	// which names the servers' own addresses.
+	proxyAPI string
 }
 
 // hubOptions adds to startHubWith's set-up: kernel-mcp flags, and lines of
@@ -120,7 +123,7 @@ func startHubOpts(t *testing.T, env map[string]string, viaHubProxy bool, opts hu
 		t.Fatal(err)
 	}
 	s := &hubSetup{hubURL: fmt.Sprintf("http://127.0.0.1:%d", pub), base: fmt.Sprintf("http://127.0.0.1:%d", mcpPort),
-		apiURL: fmt.Sprintf("http://127.0.0.1:%d/hub/api", hubPort), dir: dir}
+		apiURL: fmt.Sprintf("http://127.0.0.1:%d/hub/api", hubPort), dir: dir, proxyAPI: fmt.Sprintf("http://127.0.0.1:%d/api/routes", proxyAPI)}
 	extra := []string{"--ui", "127.0.0.1:0"}
 	if viaHubProxy {
 		s.base = s.hubURL + "/services/kernel-mcp"
