@@ -82,7 +82,18 @@ func newHubKernels(cfg config, hc oauth.HubConfig, stateDir string, logger *slog
 	}
 	return &hubKernels{
 		api: api, public: hc.URL, serverName: cfg.HubServerName, stateDir: stateDir,
-		hc: &http.Client{}, logger: logger, now: time.Now, tokens: map[string]hub.Token{},
+		// A transport of its own, whose idle connections close with
+		// the server (close).
+		hc:     &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		logger: logger, now: time.Now, tokens: map[string]hub.Token{},
+	}
+}
+
+// close drops the idle connections to the hub, once the users' servers
+// are closed.
+func (h *hubKernels) close() {
+	if h != nil {
+		h.hc.CloseIdleConnections()
 	}
 }
 

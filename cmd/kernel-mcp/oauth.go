@@ -463,5 +463,6 @@ func (p *userPool) Close() error {
 	for i, srv := range list {
 		errs[i] = srv.Close()
 	}
+	p.hubKernels.close()
 	return errors.Join(errs...)
 }
