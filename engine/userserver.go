@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,14 +80,23 @@ func (s *Engine) startUserServer(ctx context.Context) error {
 }
 
 // GatewayKernelSpecs lists the kernelspecs of the gateway, or of the user's
-// server, which is started first when it does not run.
+// server, which is started first when it does not run. Waiting for that
+// start holds the caller at most MaxWait; the start goes on.
 func (s *Engine) GatewayKernelSpecs(ctx context.Context) ([]kernel.GatewaySpec, string, error) {
 	g := s.Gateway()
 	if g == nil {
 		return nil, "", fmt.Errorf("kernels run locally here: there is no gateway")
 	}
-	if err := s.startUserServer(ctx); err != nil {
-		return nil, "", err
+	if us := s.cfg.UserServer; us != nil {
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
+		err := s.startUserServer(sctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, "", fmt.Errorf("your server %s is still starting after %v; the hub goes on starting it: ask again in a moment", us.URL(), s.cfg.MaxWait)
+		}
+		if err != nil {
+			return nil, "", err
+		}
 	}
 	return s.Gateway().KernelSpecs(ctx)
 }

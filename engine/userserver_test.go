@@ -73,3 +73,14 @@ func TestUserServerStartIsTheRunsProgress(t *testing.T) {
 		t.Error("the run still counts as executing")
 	}
 }
+
+// TestUserServerListingObeysMaxWait: list_kernels on a server that takes
+// longer than MaxWait to start answers at MaxWait, saying it still starts.
+func TestUserServerListingObeysMaxWait(t *testing.T) {
+	us := &scriptedServer{reported: make(chan struct{}), outcome: make(chan error, 1)}
+	e := newTestEngine(t, Config{UserServer: us, MaxWait: 200 * time.Millisecond})
+	_, _, err := e.GatewayKernelSpecs(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "still starting after 200ms") {
+		t.Errorf("listing: %v", err)
+	}
+}
