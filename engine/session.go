@@ -365,8 +365,8 @@ func (ss *Session) ResolvePath(p string, access Access) (ToolPath, error) {
 	if p == "" {
 		return ToolPath{}, errors.New("path is empty")
 	}
-	if us := ss.eng.cfg.UserServer; us != nil {
-		return ToolPath{}, fileToolsRefusal(us)
+	if ss.eng.cfg.UserServer != nil {
+		return ss.eng.serverPath(p)
 	}
 	base, err := ss.cwd()
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kernel-mcp/kernel-mcp/kernel"
@@ -101,10 +104,61 @@ func (s *Engine) GatewayKernelSpecs(ctx context.Context) ([]kernel.GatewaySpec, 
 	return s.Gateway().KernelSpecs(ctx)
 }
 
-// fileToolsRefusal answers a tool's path when kernels run in a user's
-// server. The path would name a file on kernel-mcp's machine, beside every
-// other user's state (their hub tokens among it), not in the person's
-// server; until the tools reach the server's contents API, they refuse.
-func fileToolsRefusal(us UserServer) error {
-	return fmt.Errorf("file paths are not available in this mode yet: the session's kernel runs in your server %s, and this tool would read or write on kernel-mcp's machine instead. Read and write files from code in the session (its working directory is your server's root), e.g. nbformat to write a notebook", us.URL())
+// Files in the user's server. A tool's path names a file under the
+// server's root (where its kernels start, and what its file browser
+// shows), read and written through the server's contents API: a notebook
+// the assistant saves appears in the person's JupyterLab. A path on
+// kernel-mcp's machine is never reached: it would be beside every other
+// user's state, their hub tokens among it.
+
+// serverFileWait bounds one read or write through the contents API,
+// starting the server if it was stopped. ToolPath's methods take no
+// context: the engine's bounds them, with this limit.
+const serverFileWait = 2 * time.Minute
+
+// serverPath checks a tool's path for the user's server: relative to its
+// root, and staying there.
+func (s *Engine) serverPath(p string) (ToolPath, error) {
+	clean := path.Clean(strings.ReplaceAll(p, "\\", "/"))
+	switch {
+	case path.IsAbs(clean) || filepath.IsAbs(p):
+		return ToolPath{}, fmt.Errorf("path %s is absolute: paths name files in your server %s, relative to its root (where the session's code starts), such as analysis/report.ipynb", p, s.cfg.UserServer.URL())
+	case clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
+		return ToolPath{}, fmt.Errorf("path %s leads out of your server's root: paths name files in your server %s, relative to its root", p, s.cfg.UserServer.URL())
+	}
+	return ToolPath{abs: clean, rel: clean, server: s}, nil
+}
+
+// serverFileRefusal is the answer of a tool that cannot read through the
+// contents API yet (load_data reads the file itself).
+func (s *Engine) serverFileRefusal(verb string) error {
+	return fmt.Errorf("cannot %s files in your server %s from here yet: read it from code in the session instead (its working directory is the server's root), e.g. pandas.read_csv", verb, s.cfg.UserServer.URL())
+}
+
+func (s *Engine) writeServerFile(rel string, data []byte) error {
+	ctx, cancel := context.WithTimeout(s.ctx, serverFileWait)
+	defer cancel()
+	if err := s.startUserServer(ctx); err != nil {
+		return fmt.Errorf("cannot write %s: %v", rel, err)
+	}
+	if err := s.Gateway().WriteContents(ctx, rel, data); err != nil {
+		return fmt.Errorf("cannot write %s in your server: %v", rel, err)
+	}
+	return nil
+}
+
+func (s *Engine) readServerFile(rel, verb string, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = 64 << 20
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, serverFileWait)
+	defer cancel()
+	if err := s.startUserServer(ctx); err != nil {
+		return nil, fmt.Errorf("cannot %s %s: %v", verb, rel, err)
+	}
+	b, err := s.Gateway().ReadContents(ctx, rel, limit)
+	if err != nil {
+		return nil, fmt.Errorf("cannot %s %s in your server: %v", verb, rel, err)
+	}
+	return b, nil
 }

@@ -43,8 +43,18 @@ func TestUserServerStartIsTheRunsProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ss.ResolvePath("a.ipynb", WriteAccess); err == nil || !strings.Contains(err.Error(), us.URL()) {
-		t.Errorf("a tool's path: %v", err)
+	// Paths name files under the server's root, never kernel-mcp's.
+	for _, p := range []string{"/etc/passwd", "../x", "a/../../x", "."} {
+		if _, err := ss.ResolvePath(p, WriteAccess); err == nil || !strings.Contains(err.Error(), us.URL()) {
+			t.Errorf("path %q: %v", p, err)
+		}
+	}
+	tp, err := ss.ResolvePath("out/./a.ipynb", WriteAccess)
+	if err != nil || tp.String() != "out/a.ipynb" {
+		t.Errorf("a relative path: %q %v", tp.String(), err)
+	}
+	if err := tp.CheckFile("load", 0); err == nil || !strings.Contains(err.Error(), "from code in the session") {
+		t.Errorf("load_data's check: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -231,9 +231,31 @@ func TestHubKernels(t *testing.T) {
 	if out := callText(t, alice, "list_kernels", nil); !strings.Contains(out, "python3") || !strings.Contains(out, "/user/alice/") {
 		t.Errorf("alice's list_kernels: %s", out)
 	}
-	// File paths would be on kernel-mcp's machine: refused for now.
-	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "save_notebook", Arguments: map[string]any{"session_id": "alices", "path": "a.ipynb"}}); !isErr || !strings.Contains(out, "not available in this mode yet") {
-		t.Errorf("save_notebook (error %v): %s", isErr, out)
+	// Files are alice's server's: a saved notebook is listed by its
+	// contents API (so her JupyterLab shows it), run_file reads a file
+	// her code wrote there, and paths out of her server's root are
+	// refused.
+	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "save_notebook", Arguments: map[string]any{"session_id": "alices", "path": "mcp/alice.ipynb"}}); isErr {
+		t.Errorf("save_notebook: %s", out)
+	}
+	status, listing := hubGet(t, http.MethodGet, s.hubURL+"/user/alice/api/contents/mcp", aliceToken)
+	if status != http.StatusOK || !strings.Contains(listing, `"path": "mcp/alice.ipynb"`) && !strings.Contains(listing, `"path":"mcp/alice.ipynb"`) {
+		t.Errorf("alice's server's contents: %d %.500s", status, listing)
+	}
+	if b, err := os.ReadFile(filepath.Join(home("alice"), "mcp", "alice.ipynb")); err != nil || !strings.Contains(string(b), "JUPYTERHUB_USER") || !strings.Contains(string(b), `"nbformat": 4`) {
+		t.Errorf("the notebook in alice's server's root: %v %.300s", err, b)
+	}
+	callText(t, alice, "run_code", map[string]any{"session_id": "alices", "code": "open('step.py', 'w').write('y = x + 1\\nprint(y)')"})
+	if out := callText(t, alice, "run_file", map[string]any{"session_id": "alices", "path": "step.py"}); !strings.Contains(out, "42") {
+		t.Errorf("run_file: %s", out)
+	}
+	for _, p := range []string{"/etc/passwd", "../bob/x.py"} {
+		if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "run_file", Arguments: map[string]any{"session_id": "alices", "path": p}}); !isErr || !strings.Contains(out, "your server") {
+			t.Errorf("run_file %s (error %v): %s", p, isErr, out)
+		}
+	}
+	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": "step.py"}}); !isErr || !strings.Contains(out, "from code in the session") {
+		t.Errorf("load_data (error %v): %s", isErr, out)
 	}
 
 	roundTrips(t, s, aliceToken)
