@@ -87,7 +87,8 @@ func (r *Run) RerunBlock(ctx context.Context, i int, timeout time.Duration) (*Bl
 // replaces old, at index at.
 func (r *Run) runBlock(ctx context.Context, code, source string, timeout time.Duration, at int, old *history.Entry) (*Block, error) {
 	ss, s := r.ss, r.ss.eng
-	k, _, err := ss.Kernel(ctx)
+	// A server started for the kernel reports its progress as the run's.
+	k, _, err := ss.Kernel(withRun(ctx, r))
 	if err != nil {
 		return nil, fmt.Errorf("session %q: cannot start a kernel: %v", ss.id, err)
 	}

@@ -84,6 +84,11 @@ type Config struct {
 	// be empty.
 	GatewayURL   string
 	GatewayToken string
+	// UserServer, when set, is the one Jupyter server every session's
+	// kernel runs on, and one that may have to be started first: a
+	// JupyterHub user's single-user server (userserver.go). GatewayURL is
+	// then its URL and GatewayToken unused; no warm pool is kept.
+	UserServer UserServer
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
 	// Sandbox, when set, runs every kernel under bubblewrap (Linux only)
@@ -169,6 +174,7 @@ type Engine struct {
 // pool starts filling at once).
 func New(cfg Config) (*Engine, error) {
 	cfg.setDefaults()
+	cfg.useUserServer()
 	if err := cfg.checkGatewayConfig(); err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func (s *Engine) ListKernels(ctx context.Context) (KernelList, string, error) {
 // listGatewayKernels is ListKernels in gateway mode: the server's
 // kernelspecs.
 func (s *Engine) listGatewayKernels(ctx context.Context, out KernelList) (KernelList, string, error) {
-	specs, def, err := s.Gateway().KernelSpecs(ctx)
+	specs, def, err := s.GatewayKernelSpecs(ctx)
 	if err != nil {
 		return KernelList{}, "", fmt.Errorf("listing the gateway's kernelspecs: %v", err)
 	}

@@ -29,6 +29,12 @@ func (s *Engine) Gateway() *kernel.Gateway {
 	if s.cfg.GatewayURL == "" {
 		return nil
 	}
+	if us := s.cfg.UserServer; us != nil {
+		// A token that is missing now fails the start first, clearly
+		// (startUserServer); a listing goes through it too.
+		tok, _ := us.Token()
+		return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: tok}
+	}
 	return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: s.cfg.GatewayToken}
 }
 
@@ -144,6 +150,9 @@ func (s *Engine) remoteStart(ctx context.Context, c Choice) (k *kernel.Kernel, i
 	case c.KernelID != "":
 		k, err = kernel.AttachGateway(ctx, *s.Gateway(), c.KernelID, opts)
 	case s.cfg.GatewayURL != "":
+		if err := s.startUserServer(ctx); err != nil {
+			return nil, KernelInfo{}, true, err
+		}
 		opts.Gateway = s.Gateway()
 		opts.Env = gatewayKernelEnv(os.Environ())
 		opts.Spec.Name = c.Kernel

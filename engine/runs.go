@@ -83,6 +83,9 @@ type Run struct {
 	blocks    []int
 	replacing int    // the history index the current block re-runs in place; -1 for a new block
 	progress  string // "block 7 of 11" while a run of several blocks goes on (SetProgress)
+	// startNote says how the start of the server the run's kernel needs is
+	// going (userserver.go), while it goes on; it is the run's progress then.
+	startNote string
 	by        string // who wrote the code (history.Entry.By); "" the assistant
 	intended  string // the code it was started with, before its first block
 	task      bool   // followed as an MCP task (MarkTask)
@@ -483,6 +486,9 @@ func (r *Run) viewLocked() RunView {
 	v := RunView{RunID: r.id, Tool: r.tool, Status: r.state, LastLine: r.lastLine, Task: r.task}
 	if r.state != StatusDone {
 		v.Progress = r.progress
+		if r.startNote != "" {
+			v.Progress = r.startNote
+		}
 	}
 	if !r.started.IsZero() {
 		v.StartedAt = r.started.UTC().Format(time.RFC3339Nano)
@@ -572,9 +578,17 @@ func (r *Run) setExecuting(on bool) {
 }
 
 // Executing reports whether one of the run's blocks is in the kernel now
-// (not starting a kernel, not rendering): progress is reported then.
+// (not starting a kernel, not rendering), or the run waits for the server
+// its kernel runs on to start: progress is reported then.
 func (r *Run) Executing() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.executing
+	return r.executing || r.startNote != ""
+}
+
+// setStartNote sets the run's start note ("" when the start is over).
+func (r *Run) setStartNote(note string) {
+	r.mu.Lock()
+	r.startNote = note
+	r.mu.Unlock()
 }

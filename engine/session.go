@@ -365,6 +365,9 @@ func (ss *Session) ResolvePath(p string, access Access) (ToolPath, error) {
 	if p == "" {
 		return ToolPath{}, errors.New("path is empty")
 	}
+	if ss.eng.cfg.UserServer != nil {
+		return ss.eng.serverPath(p)
+	}
 	base, err := ss.cwd()
 	if err != nil {
 		return ToolPath{}, err

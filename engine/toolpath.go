@@ -25,6 +25,10 @@ type ToolPath struct {
 	// hidden are the real paths a read must not reach, when root is an
 	// allowed folder: what is opened is checked against them again.
 	hidden []string
+	// server, when set, holds the file: it is in the user's server
+	// (Config.UserServer), at rel from its root, and read and written
+	// through its contents API (userserver.go).
+	server *Engine
 }
 
 // String is the path as the call named it.
@@ -58,6 +62,9 @@ func (p ToolPath) notFolder() error {
 // writeFile writes data to the path atomically, with missing folders, as
 // history.WriteFile does; under the sandbox every step goes through root.
 func (p ToolPath) WriteFile(data []byte, perm os.FileMode) error {
+	if p.server != nil {
+		return p.server.writeServerFile(p.rel, data)
+	}
 	if p.root == "" {
 		return history.WriteFile(p.abs, data, perm)
 	}
@@ -83,6 +90,9 @@ func (p ToolPath) WriteFile(data []byte, perm os.FileMode) error {
 // anything but a regular file, and one larger than limit bytes (0: any
 // size) with an error that says which (verb: what the tool would do).
 func (p ToolPath) ReadFile(verb string, limit int64) ([]byte, error) {
+	if p.server != nil {
+		return p.server.readServerFile(p.rel, verb, limit)
+	}
 	if p.root == "" {
 		return readInputFile(p.abs, verb, limit)
 	}
@@ -102,6 +112,9 @@ func (p ToolPath) ReadFile(verb string, limit int64) ([]byte, error) {
 
 // checkFile is readFile's checks without the read.
 func (p ToolPath) CheckFile(verb string, limit int64) error {
+	if p.server != nil {
+		return p.server.serverFileRefusal(verb)
+	}
 	if p.root == "" {
 		return checkInputFile(p.abs, verb, limit)
 	}
@@ -111,6 +124,9 @@ func (p ToolPath) CheckFile(verb string, limit int64) error {
 // openChecked opens the file through root, checks what it opened (not
 // what the name pointed to a moment before), and hands it to use.
 func (p ToolPath) OpenChecked(verb string, limit int64, use func(*os.File) error) error {
+	if p.server != nil {
+		return p.server.serverFileRefusal(verb)
+	}
 	r, err := os.OpenRoot(p.root)
 	if err != nil {
 		return fmt.Errorf("cannot %s %s: %v", verb, p.abs, err)

@@ -83,6 +83,19 @@ type hubSetup struct {
 	hubURL string // the hub's public URL (its proxy)
 	mcpURL string // kernel-mcp's MCP endpoint
 	base   string // kernel-mcp's issuer
+	apiURL string // the hub's REST API
+	dir    string // the hub's folder; kernel-mcp's state is in dir/state
+	// proxyAPI is the proxy's routes API (token "proxy-api-test-token"),
+	// which names the servers' own addresses.
+	proxyAPI string
+}
+
+// hubOptions adds to startHubWith's set-up: kernel-mcp flags, and lines of
+// jupyterhub_config.py run after the harness's own (HUB_DIR and HUB_VENV
+// are defined for them).
+type hubOptions struct {
+	flags  []string
+	config string
 }
 
 // startHub starts JupyterHub with users alice, bob (group mcp-users) and
@@ -96,6 +109,12 @@ func startHub(t *testing.T, env map[string]string) *hubSetup { return startHubWi
 // (its web view at .../ui/).
 func startHubWith(t *testing.T, env map[string]string, viaHubProxy bool) *hubSetup {
 	t.Helper()
+	return startHubOpts(t, env, viaHubProxy, hubOptions{})
+}
+
+// startHubOpts is startHubWith with more flags and configuration.
+func startHubOpts(t *testing.T, env map[string]string, viaHubProxy bool, opts hubOptions) *hubSetup {
+	t.Helper()
 	hub, proxy := requireOAuthParts(t)
 	dir := t.TempDir()
 	pub, hubPort, proxyAPI, mcpPort := freePort(t), freePort(t), freePort(t), freePort(t)
@@ -103,7 +122,8 @@ func startHubWith(t *testing.T, env map[string]string, viaHubProxy bool) *hubSet
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &hubSetup{hubURL: fmt.Sprintf("http://127.0.0.1:%d", pub), base: fmt.Sprintf("http://127.0.0.1:%d", mcpPort)}
+	s := &hubSetup{hubURL: fmt.Sprintf("http://127.0.0.1:%d", pub), base: fmt.Sprintf("http://127.0.0.1:%d", mcpPort),
+		apiURL: fmt.Sprintf("http://127.0.0.1:%d/hub/api", hubPort), dir: dir, proxyAPI: fmt.Sprintf("http://127.0.0.1:%d/api/routes", proxyAPI)}
 	extra := []string{"--ui", "127.0.0.1:0"}
 	if viaHubProxy {
 		s.base = s.hubURL + "/services/kernel-mcp"
@@ -121,7 +141,7 @@ func startHubWith(t *testing.T, env map[string]string, viaHubProxy bool) *hubSet
 	envJSON, _ := json.Marshal(serviceEnv)
 	cmdJSON, _ := json.Marshal(append([]string{binary, "--transport", "streamable-http", "--port", strconv.Itoa(mcpPort),
 		"--auth", "oauth", "--hub-url", s.hubURL, "--allowed-groups", "mcp-users",
-		"--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--log-level", "debug"}, extra...))
+		"--state-dir", filepath.Join(dir, "state"), "--pool-size", "0", "--log-level", "debug"}, append(extra, opts.flags...)...))
 	config := fmt.Sprintf(`
 import json
 c.JupyterHub.ip = "127.0.0.1"
@@ -150,7 +170,9 @@ c.JupyterHub.services = [{
     "oauth_no_confirm": True,
     "environment": json.loads(%q),
 }]
-`, pub, hubPort, proxyAPI, proxy, dir, dir, dir, string(cmdJSON), mcpPort, s.base, string(envJSON))
+HUB_DIR = %q
+HUB_VENV = %q
+`, pub, hubPort, proxyAPI, proxy, dir, dir, dir, string(cmdJSON), mcpPort, s.base, string(envJSON), dir, filepath.Dir(filepath.Dir(hub))) + opts.config
 	cfgPath := filepath.Join(dir, "jupyterhub_config.py")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -160,6 +182,9 @@ c.JupyterHub.services = [{
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var log lockedBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
+	// The proxy runs in a session of its own and inherits the output: a
+	// hub killed before it stops its proxy must not hold Wait forever.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +198,13 @@ c.JupyterHub.services = [{
 		case <-time.After(30 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
+		}
+		// A hub that could not stop its proxy (killed, or stopped while
+		// it started) leaves it running: the proxy's pid file names it.
+		if b, err := os.ReadFile(filepath.Join(dir, "jupyterhub-proxy.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 		if t.Failed() {
 			t.Logf("jupyterhub and kernel-mcp output:\n%s", log.String())
@@ -373,6 +405,12 @@ func mcpAs(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHa
 // mcpAsVia is mcpAs with a client that connects through tr.
 func mcpAsVia(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHandlerConfig, tr *http.Transport) (*mcp.ClientSession, error) {
 	t.Helper()
+	return mcpAsWith(t, mcpURL, p, reg, tr, nil, nil)
+}
+
+// mcpAsWith is mcpAsVia with the client's and the session's options.
+func mcpAsWith(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHandlerConfig, tr *http.Transport, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+	t.Helper()
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 	reg.RedirectURL = clientRedirect
@@ -394,8 +432,8 @@ func mcpAsVia(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCod
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "oauth-it", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: hc, OAuthHandler: h}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "oauth-it", Version: "1"}, opts)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: hc, OAuthHandler: h}, sopts)
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,9 @@ type Config struct {
 	// and MemoryLimit must then be empty.
 	GatewayURL   string
 	GatewayToken string
+	// UserServer is engine.Config.UserServer: a server started on demand
+	// (a JupyterHub user's), whose URL GatewayURL then is.
+	UserServer engine.UserServer
 	// Version is reported to clients as the implementation version.
 	Version string
 	// Logger receives the server's logs; nil discards them.
@@ -251,7 +254,7 @@ func (c Config) engineConfig() engine.Config {
 		Python: c.Python, Kernel: c.Kernel, MaxWait: c.MaxWait, OutputLimit: c.OutputLimit,
 		InterruptGrace: c.InterruptGrace, StartTimeout: c.StartTimeout, MemoryLimit: c.MemoryLimit, MaxMessageSize: c.MaxMessageSize,
 		MaxSessions: c.MaxSessions, IdleTimeout: c.IdleTimeout, PoolSize: c.PoolSize, StateDir: c.StateDir, WorkDir: c.WorkDir,
-		GatewayURL: c.GatewayURL, GatewayToken: c.GatewayToken, Logger: c.Logger, Sandbox: c.Sandbox,
+		GatewayURL: c.GatewayURL, GatewayToken: c.GatewayToken, UserServer: c.UserServer, Logger: c.Logger, Sandbox: c.Sandbox,
 		MultiUser: c.MultiUser, SharedLimit: c.SharedLimit, ChartBrowser: c.ChartBrowser, ChartTimeout: c.ChartTimeout,
 	}
 }

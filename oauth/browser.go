@@ -112,6 +112,7 @@ func (s *Server) finishBrowserSignIn(w http.ResponseWriter, r *http.Request, sta
 		s.page(w, http.StatusForbidden, "Not allowed", "User "+ident.Name+" may not use this server.")
 		return true
 	}
+	s.signedIn(ident)
 	id := rand.Text() + rand.Text()
 	s.store.mu.Lock()
 	now := s.store.now()

@@ -35,6 +35,11 @@ type Identity struct {
 	Name string
 	// Groups the provider says they belong to, for AllowedGroups.
 	Groups []string
+	// Token is the access token the provider issued to kernel-mcp for
+	// this user, when it is of use beyond the sign-in: JupyterHub's, whose
+	// scopes may reach the user's own servers (Config.SignedIn). Nil for
+	// an OpenID provider, whose tokens kernel-mcp does not keep.
+	Token *oauth2.Token
 }
 
 // signInCookie names the cookie that binds one sign-in to the browser
@@ -143,6 +148,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		s.finishWithError(w, r, a, oidc.ErrAccessDenied().WithDescription("user %s is not allowed to use this server", ident.Name))
 		return
 	}
+	s.signedIn(ident)
 	s.store.mu.Lock()
 	a.Subject = ident.Name
 	a.Groups = slices.Clone(ident.Groups)
@@ -156,6 +162,13 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.consentPage(w, a, c.(*client), token)
+}
+
+// signedIn hands an allowed user's identity to Config.SignedIn.
+func (s *Server) signedIn(id Identity) {
+	if s.cfg.SignedIn != nil {
+		s.cfg.SignedIn(id)
+	}
 }
 
 // allowed applies AllowedUsers and AllowedGroups.

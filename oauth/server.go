@@ -65,6 +65,10 @@ type Config struct {
 	// users named, or members of a group named.
 	AllowedUsers  []string
 	AllowedGroups []string
+	// SignedIn, if set, is called with each user the provider signed in
+	// and the allowed lists admit, before the consent page: the MCP
+	// client's sign-in and the web view's alike. It must not block.
+	SignedIn func(Identity)
 	// Lifetimes; zero means the default.
 	AccessTokenLifetime  time.Duration
 	RefreshTokenLifetime time.Duration

@@ -215,7 +215,8 @@ func (h *Hub) AuthCodeURL(state, verifier string) string {
 }
 
 // Exchange is part of Upstream: the hub's token names the hub user
-// (GET /hub/api/user); the token is used for that one call and dropped.
+// (GET /hub/api/user), and comes with the identity (Identity.Token), for
+// Config.SignedIn to keep or drop.
 func (h *Hub) Exchange(ctx context.Context, code, verifier string) (Identity, error) {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, h.hc)
 	tok, err := h.oauth.Exchange(ctx, code, oauth2.VerifierOption(verifier))
@@ -249,5 +250,5 @@ func (h *Hub) Exchange(ctx context.Context, code, verifier string) (Identity, er
 	if u.Name == "" {
 		return Identity{}, errors.New("the hub named no user")
 	}
-	return Identity{Name: u.Name, Groups: u.Groups}, nil
+	return Identity{Name: u.Name, Groups: u.Groups, Token: tok}, nil
 }

@@ -66,6 +66,10 @@ type config struct {
 	InterruptGrace time.Duration
 	GatewayURL     string // "": kernels run locally
 	GatewayToken   string
+	// HubKernels runs each signed-in hub user's kernels in their own
+	// JupyterHub server (hubkernels.go), HubServerName's ("": the default).
+	HubKernels    bool
+	HubServerName string
 
 	// Sandbox runs every kernel under bubblewrap (Linux only);
 	// SandboxAllow are more paths it may read, SandboxNetwork keeps the
@@ -434,6 +438,9 @@ func parseConfigFor(goos string, args []string, getenv func(string) string) (con
 		return config{}, err
 	}
 	if err := parseOAuth(&cfg, get, getenv); err != nil {
+		return config{}, err
+	}
+	if err := parseHubKernels(&cfg, get); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

@@ -65,6 +65,8 @@ var settings = []setting{
 	{"auth", "KERNEL_MCP_AUTH", "token", "how HTTP clients prove who they are: token (--token, --token-file, --tokens-file, or none on loopback) or oauth (kernel-mcp is an OAuth 2.1 protected resource with its own authorization server; people sign in through --hub-url or --oidc-issuer)"},
 	{"public-url", "KERNEL_MCP_PUBLIC_URL", "http://<host>:<port> when that is loopback", "with --auth oauth, the https base URL clients and browsers reach this server at (its OAuth issuer; the MCP endpoint is below it)"},
 	{"hub-url", "KERNEL_MCP_HUB_URL", "JUPYTERHUB_HOST + JUPYTERHUB_BASE_URL", "with --auth oauth, sign people in through this JupyterHub (public URL); kernel-mcp runs as a hub service, with the JUPYTERHUB_* variables the hub gives it"},
+	{"hub-kernels", "KERNEL_MCP_HUB_KERNELS", "false", "with --hub-url, run each person's kernels in their own JupyterHub single-user server, started on demand through the hub's API and reached through its proxy (see docs/teams.md for the scopes kernel-mcp's hub service needs)"},
+	{"hub-server-name", "KERNEL_MCP_HUB_SERVER_NAME", "the default server", "with --hub-kernels, the named server to use (the hub needs allow_named_servers)"},
 	{"oidc-issuer", "KERNEL_MCP_OIDC_ISSUER", "none", "with --auth oauth, sign people in through this OpenID Connect provider (found by discovery); the client secret, if any, only in KERNEL_MCP_OIDC_CLIENT_SECRET"},
 	{"oidc-client-id", "KERNEL_MCP_OIDC_CLIENT_ID", "none", "with --oidc-issuer, kernel-mcp's client id there (its redirect URI: <public-url>/oauth/callback)"},
 	{"oidc-user-claim", "KERNEL_MCP_OIDC_USER_CLAIM", "preferred_username", "with --oidc-issuer, the ID token claim that is the user's name"},
@@ -76,7 +78,7 @@ var settings = []setting{
 
 // boolSettings are the settings that are switches: "--sandbox" alone means
 // true, and the values are true/false, 1/0, yes/no, on/off.
-var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true, "ui-readonly": true}
+var boolSettings = map[string]bool{"sandbox": true, "sandbox-network": true, "ui-readonly": true, "hub-kernels": true}
 
 // listSettings are the settings that may be repeated on the command line;
 // their values are joined with listSep.

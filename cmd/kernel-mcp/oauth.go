@@ -42,8 +42,10 @@ type oauthConfig struct {
 	OIDCUserClaim    string
 	AllowedUsers     []string
 	AllowedGroups    []string
-	// hub is set when the sign-in goes through JupyterHub.
-	hub bool
+	// hub is set when the sign-in goes through JupyterHub; hubConfig is
+	// then the hub's settings, once startOAuth has read them.
+	hub       bool
+	hubConfig oauth.HubConfig
 	// WebView (--ui) serves the web view at <public-url>/ui/, signing in
 	// through the same provider; it has no listener of its own then.
 	WebView, WebViewReadOnly bool
@@ -157,6 +159,11 @@ func startOAuth(ctx context.Context, cfg config, base mcpserver.Config, addr net
 		if err != nil {
 			return nil, err
 		}
+		// --hub-kernels reaches the hub's API with these too; cfg is
+		// this call's copy, so the caller's settings stay as they were.
+		withHub := *oc
+		withHub.hubConfig = hc
+		cfg.OAuth = &withHub
 		if login, err = oauth.NewHub(hc); err != nil {
 			return nil, err
 		}
@@ -191,6 +198,7 @@ func newOAuthSide(cfg config, base mcpserver.Config, issuer string, login oauth.
 	if oc.WebView {
 		home = webview.Prefix
 	}
+	hubKernels := newHubKernels(cfg, cfg.OAuth.hubConfig, base.StateDir, logger)
 	as, err := oauth.New(oauth.Config{
 		BrowserHome:   home,
 		Issuer:        issuer,
@@ -200,6 +208,7 @@ func newOAuthSide(cfg config, base mcpserver.Config, issuer string, login oauth.
 		AllowedUsers:  oc.AllowedUsers,
 		AllowedGroups: oc.AllowedGroups,
 		Logger:        logger,
+		SignedIn:      hubKernels.signedIn,
 	})
 	if err != nil {
 		return nil, err
@@ -210,6 +219,7 @@ func newOAuthSide(cfg config, base mcpserver.Config, issuer string, login oauth.
 	slog.SetDefault(logger.With("component", "oauth"))
 	logger.Info("OAuth sign-in", "issuer", issuer, "provider", login.Name(), "allowed_users", oc.AllowedUsers, "allowed_groups", oc.AllowedGroups)
 	users := newUserPool(cfg, base, logger)
+	users.hubKernels = hubKernels
 	if oc.WebView {
 		users.uiURL = issuer + webview.Prefix
 		// Always shown, whatever the log level: people need it.
@@ -332,6 +342,9 @@ type userPool struct {
 	logger *slog.Logger
 
 	uiURL string // the web view's address; "" serves none
+	// hubKernels, when set, runs each user's kernels in their JupyterHub
+	// server (hubkernels.go).
+	hubKernels *hubKernels
 
 	mu     sync.Mutex
 	users  map[string]*userServer
@@ -399,6 +412,7 @@ func (p *userPool) user(name string) (*userServer, error) {
 	}
 	c.Logger = p.base.Logger.With("user", name)
 	c.UIURL = p.uiURL
+	p.hubKernels.apply(&c, name)
 	srv, err := mcpserver.New(c)
 	if err != nil {
 		return nil, err
@@ -449,5 +463,6 @@ func (p *userPool) Close() error {
 	for i, srv := range list {
 		errs[i] = srv.Close()
 	}
+	p.hubKernels.close()
 	return errors.Join(errs...)
 }

@@ -1,0 +1,425 @@
+//go:build unix
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kernel-mcp/kernel-mcp/kernel"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// --hub-kernels end to end: JupyterHub 6 with its proxy and a local
+// spawner (the sign-in tests' harness), each person's kernels in their own
+// single-user server (jupyterhub-singleuser from jupyter_server), started
+// on demand through the hub's API, and the hub's idle culler
+// (jupyterhub-idle-culler from PyPI) stopping one under a session.
+
+// hubKernelsConfig is added to the harness's jupyterhub_config.py. The
+// spawner is the hub's local one, made as slow as a spawner that pulls an
+// image (so that a start has progress to report) and failing for erin
+// with a message of its own.
+const hubKernelsConfig = `
+import asyncio, os
+from jupyterhub.spawner import SimpleLocalProcessSpawner
+
+class TestSpawner(SimpleLocalProcessSpawner):
+    async def start(self):
+        if self.user.name == "erin":
+            raise RuntimeError("the test spawner has no room for erin's server")
+        await asyncio.sleep(2)
+        return await super().start()
+
+    async def progress(self):
+        yield {"progress": 30, "message": f"test spawner: preparing {self.user.name}'s server"}
+
+c.JupyterHub.spawner_class = TestSpawner
+c.SimpleLocalProcessSpawner.home_dir_template = HUB_DIR + "/home/{username}"
+c.Spawner.cmd = [HUB_VENV + "/bin/jupyterhub-singleuser"]
+c.Spawner.args = ["--allow-root"] if os.getuid() == 0 else []
+# The start request returns at once, and the progress is followed, as with
+# any spawner slower than the hub's 10 s default.
+c.JupyterHub.tornado_settings = {"slow_spawn_timeout": 0}
+c.Authenticator.allowed_users = {"alice", "bob", "carol", "erin"}
+c.JupyterHub.load_groups = {"mcp-users": {"users": ["alice", "bob", "erin"]}}
+# The token the hub issues to kernel-mcp at a sign-in reaches that user's
+# servers only: see docs/teams.md.
+c.JupyterHub.services[0]["oauth_client_allowed_scopes"] = [
+    "access:servers!user", "read:servers!user", "start:servers!user",
+]
+# The idle culler, run by the test when it wants alice's server culled.
+c.JupyterHub.services.append({"name": "idle-culler", "api_token": "culler-test-token"})
+c.JupyterHub.load_roles.append({
+    "name": "idle-culler", "services": ["idle-culler"],
+    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+})
+`
+
+// requireHubKernelParts skips (fails under CI) when the hub's venv lacks
+// the single-user server or the idle culler.
+func requireHubKernelParts(t *testing.T) string {
+	t.Helper()
+	hub, _ := requireOAuthParts(t)
+	venv := filepath.Dir(filepath.Dir(hub))
+	err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", "import jupyter_server, ipykernel, jupyterhub_idle_culler").Run()
+	if _, serr := os.Stat(filepath.Join(venv, "bin", "jupyterhub-singleuser")); err != nil || serr != nil {
+		msg := fmt.Sprintf("the hub-kernel tests need jupyter_server, ipykernel and jupyterhub-idle-culler in %s (%s/bin/pip install 'jupyter_server==2.21.1' 'ipykernel==7.4.0' 'jupyterhub-idle-culler==2.0.0')", venv, venv)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return venv
+}
+
+// callResult is a tool call's text and whether it is an error result.
+func callResult(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatalf("%s: %v", params.Name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+// hubGet asks the hub's API with a token; it returns the status and body.
+func hubGet(t *testing.T, method, u, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+token)
+	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b)
+}
+
+// serverReady reports whether the hub says user's default server is ready.
+func serverReady(t *testing.T, s *hubSetup, user string) bool {
+	t.Helper()
+	status, body := hubGet(t, http.MethodGet, s.apiURL+"/users/"+user, "culler-test-token")
+	if status != http.StatusOK {
+		t.Fatalf("the hub about %s: %d %s", user, status, body)
+	}
+	var m struct {
+		Servers map[string]struct {
+			Ready bool `json:"ready"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Servers[""].Ready
+}
+
+// hubToken is the hub token kernel-mcp keeps for user, checking the file's
+// mode.
+func hubToken(t *testing.T, s *hubSetup, user string) string {
+	t.Helper()
+	path := filepath.Join(s.dir, "state", "users", user, "hub-token.json")
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("%s's hub token: %v", user, err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(b, &tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("%s: %v %q", path, err, b)
+	}
+	return tok.AccessToken
+}
+
+// waitFor polls cond until it holds, failing after limit. The hub and
+// the culler change state in their own processes, with no event to wait on
+// here but their API's answers.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestHubKernels: alice's and bob's kernels run in their own single-user
+// servers, started on first use with progress; bob cannot reach alice's
+// server, not even with his own hub token; erin's failing spawn says the
+// hub's message; the idle culler stops alice's server under her idle
+// session, which is told of a dead kernel, and her next call starts the
+// server again.
+func TestHubKernels(t *testing.T) {
+	t.Parallel()
+	venv := requireHubKernelParts(t)
+	// The servers' kernelspecs pick the interpreter.
+	s := startHubOpts(t, map[string]string{"PYTHON_MCP_INTERPRETER": ""}, false, hubOptions{flags: []string{"--hub-kernels"}, config: hubKernelsConfig})
+	home := func(user string) string { return filepath.Join(s.dir, "home", user) }
+
+	var progressMu sync.Mutex
+	var progress []string
+	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		progressMu.Lock()
+		progress = append(progress, req.Params.Message)
+		progressMu.Unlock()
+	}}
+	// Over a session of protocol 2025-11-25: over 2026-07-28 (go-sdk's
+	// stateless handler) no progress notification reached this client
+	// here, for any run.
+	alice, err := mcpAsWith(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr(), &http.Transport{}, opts, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	aliceToken := hubToken(t, s, "alice")
+	if serverReady(t, s, "alice") {
+		t.Fatal("alice's server runs before her first call")
+	}
+
+	// A spawn on first use, with progress.
+	who := "import os\nprint(os.environ['JUPYTERHUB_USER'], os.getcwd())\nx = 41"
+	begun := time.Now()
+	out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "alices", "code": who},
+		Meta: mcp.Meta{"progressToken": "alice-1"}})
+	t.Logf("spawn to first result: %v (the test spawner's 2 s included)", time.Since(begun).Round(time.Millisecond))
+	if isErr || !strings.Contains(out, "alice "+home("alice")) {
+		t.Fatalf("alice's first run (error %v): %s", isErr, out)
+	}
+	progressMu.Lock()
+	seen := strings.Join(progress, "\n")
+	progressMu.Unlock()
+	if !strings.Contains(seen, "test spawner: preparing alice's server") || !strings.Contains(seen, "starting your server "+s.hubURL+"/user/alice/") {
+		t.Errorf("alice's progress while her server started:\n%s", seen)
+	}
+	if !serverReady(t, s, "alice") {
+		t.Error("the hub does not say alice's server is ready")
+	}
+	if out := callText(t, alice, "list_kernels", nil); !strings.Contains(out, "python3") || !strings.Contains(out, "/user/alice/") {
+		t.Errorf("alice's list_kernels: %s", out)
+	}
+	// Files are alice's server's: a saved notebook is listed by its
+	// contents API (so her JupyterLab shows it), run_file reads a file
+	// her code wrote there, and paths out of her server's root are
+	// refused.
+	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "save_notebook", Arguments: map[string]any{"session_id": "alices", "path": "mcp/alice.ipynb"}}); isErr {
+		t.Errorf("save_notebook: %s", out)
+	}
+	status, listing := hubGet(t, http.MethodGet, s.hubURL+"/user/alice/api/contents/mcp", aliceToken)
+	if status != http.StatusOK || !strings.Contains(listing, `"path": "mcp/alice.ipynb"`) && !strings.Contains(listing, `"path":"mcp/alice.ipynb"`) {
+		t.Errorf("alice's server's contents: %d %.500s", status, listing)
+	}
+	if b, err := os.ReadFile(filepath.Join(home("alice"), "mcp", "alice.ipynb")); err != nil || !strings.Contains(string(b), "JUPYTERHUB_USER") || !strings.Contains(string(b), `"nbformat": 4`) {
+		t.Errorf("the notebook in alice's server's root: %v %.300s", err, b)
+	}
+	callText(t, alice, "run_code", map[string]any{"session_id": "alices", "code": "open('step.py', 'w').write('y = x + 1\\nprint(y)')"})
+	if out := callText(t, alice, "run_file", map[string]any{"session_id": "alices", "path": "step.py"}); !strings.Contains(out, "42") {
+		t.Errorf("run_file: %s", out)
+	}
+	for _, p := range []string{"/etc/passwd", "../bob/x.py"} {
+		if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "run_file", Arguments: map[string]any{"session_id": "alices", "path": p}}); !isErr || !strings.Contains(out, "your server") {
+			t.Errorf("run_file %s (error %v): %s", p, isErr, out)
+		}
+	}
+	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": "step.py"}}); !isErr || !strings.Contains(out, "from code in the session") {
+		t.Errorf("load_data (error %v): %s", isErr, out)
+	}
+
+	roundTrips(t, s, aliceToken)
+
+	bob, err := mcpAs(t, s.mcpURL, newPerson(t, "bob", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	if out := callText(t, bob, "run_code", map[string]any{"session_id": "bobs", "code": who}); !strings.Contains(out, "bob "+home("bob")) {
+		t.Errorf("bob's run: %s", out)
+	}
+	bobToken := hubToken(t, s, "bob")
+
+	// bob's token reaches his server and not alice's, nor starts it;
+	// alice's reaches hers (the check is not vacuous).
+	for _, c := range []struct {
+		who, token, method, url string
+		want                    int
+	}{
+		{"alice's token, alice's server", aliceToken, http.MethodGet, s.hubURL + "/user/alice/api/kernels", http.StatusOK},
+		{"bob's token, bob's server", bobToken, http.MethodGet, s.hubURL + "/user/bob/api/kernels", http.StatusOK},
+		{"bob's token, alice's server", bobToken, http.MethodGet, s.hubURL + "/user/alice/api/kernels", http.StatusForbidden},
+		{"bob's token, alice's kernelspecs", bobToken, http.MethodGet, s.hubURL + "/user/alice/api/kernelspecs", http.StatusForbidden},
+		{"bob's token, alice's server's model", bobToken, http.MethodGet, s.apiURL + "/users/alice/server", http.StatusNotFound},
+		{"bob's token, starting alice's server", bobToken, http.MethodPost, s.apiURL + "/users/alice/server", http.StatusNotFound},
+		{"bob's token, stopping his own server", bobToken, http.MethodDelete, s.apiURL + "/users/bob/server", http.StatusForbidden},
+	} {
+		if status, body := hubGet(t, c.method, c.url, c.token); status != c.want {
+			t.Errorf("%s: %d, want %d: %.300s", c.who, status, c.want, body)
+		}
+	}
+	// bob cannot name alice's kernel either.
+	status, body := hubGet(t, http.MethodGet, s.hubURL+"/user/alice/api/kernels", aliceToken)
+	var kernels []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(body), &kernels); err != nil || len(kernels) != 1 {
+		t.Fatalf("alice's kernels: %d %s", status, body)
+	}
+	if out, isErr := callResult(t, bob, &mcp.CallToolParams{Name: "create_session", Arguments: map[string]any{"session_id": "peek", "kernel_id": kernels[0].ID}}); !isErr {
+		t.Errorf("bob attached to alice's kernel: %s", out)
+	}
+
+	// erin's spawn fails with the spawner's own message.
+	erin, err := mcpAs(t, s.mcpURL, newPerson(t, "erin", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("erin: %v", err)
+	}
+	if out, isErr := callResult(t, erin, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": "1+1"}}); !isErr || !strings.Contains(out, "the test spawner has no room for erin's server") {
+		t.Errorf("erin's run (error %v): %s", isErr, out)
+	}
+
+	// The idle culler stops alice's server under her idle session.
+	culler := exec.Command(filepath.Join(venv, "bin", "python"), "-m", "jupyterhub_idle_culler",
+		"--url="+s.apiURL, "--timeout=1", "--cull-every=1")
+	culler.Env = append(os.Environ(), "JUPYTERHUB_API_TOKEN=culler-test-token")
+	culler.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var cullerLog lockedBuffer
+	culler.Stdout, culler.Stderr = &cullerLog, &cullerLog
+	if err := culler.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopCuller := sync.OnceFunc(func() {
+		syscall.Kill(-culler.Process.Pid, syscall.SIGTERM)
+		culler.Wait()
+	})
+	t.Cleanup(stopCuller)
+	waitFor(t, 60*time.Second, "the culler stopping alice's server", func() bool { return !serverReady(t, s, "alice") })
+	stopCuller()
+	if !strings.Contains(cullerLog.String(), "alice") {
+		t.Logf("culler's log:\n%s", cullerLog.String())
+	}
+	// The session is told as of any dead kernel.
+	waitFor(t, 60*time.Second, "alice's session seeing its kernel gone", func() bool {
+		return strings.Contains(callText(t, alice, "session_status", map[string]any{"session_id": "alices"}), "dead")
+	})
+	out, isErr = callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "alices", "code": who}})
+	if isErr || !strings.Contains(out, "alice "+home("alice")) || !strings.Contains(out, "died") {
+		t.Errorf("alice's run after the culler (error %v): %s", isErr, out)
+	}
+	if !serverReady(t, s, "alice") {
+		t.Error("alice's server was not started again")
+	}
+	if out := callText(t, alice, "get_history", map[string]any{"session_id": "alices"}); strings.Count(out, "JUPYTERHUB_USER") != 2 {
+		t.Errorf("alice's history after the culler: %s", out)
+	}
+}
+
+// TestHubKernelsNamedServer: with --hub-server-name, a person's kernels run
+// in their named server of that name, which the first call creates and
+// starts, and not in their default server.
+func TestHubKernelsNamedServer(t *testing.T) {
+	t.Parallel()
+	requireHubKernelParts(t)
+	s := startHubOpts(t, map[string]string{"PYTHON_MCP_INTERPRETER": ""}, false, hubOptions{
+		flags:  []string{"--hub-kernels", "--hub-server-name", "mcp"},
+		config: hubKernelsConfig + "\nc.JupyterHub.allow_named_servers = True\n",
+	})
+	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	out := callText(t, alice, "run_code", map[string]any{"code": "import os\nprint(os.environ['JUPYTERHUB_USER'], os.environ['JUPYTERHUB_SERVER_NAME'])"})
+	if !strings.Contains(out, "alice mcp") {
+		t.Errorf("alice's run: %s", out)
+	}
+	status, body := hubGet(t, http.MethodGet, s.apiURL+"/users/alice", "culler-test-token")
+	var m struct {
+		Servers map[string]struct {
+			Ready bool `json:"ready"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil || status != http.StatusOK {
+		t.Fatalf("the hub about alice: %d %s", status, body)
+	}
+	if !m.Servers["mcp"].Ready || m.Servers[""].Ready {
+		t.Errorf("alice's servers: %s", body)
+	}
+	if out := callText(t, alice, "list_kernels", nil); !strings.Contains(out, "/user/alice/mcp/") {
+		t.Errorf("list_kernels: %s", out)
+	}
+}
+
+// roundTrips measures 1+1 on alice's server through the hub's proxy and at
+// the server's own address (the proxy's route for it), and logs both: the
+// cost of the proxy, for docs/performance.md.
+func roundTrips(t *testing.T, s *hubSetup, token string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.proxyAPI, nil)
+	req.Header.Set("Authorization", "token proxy-api-test-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes map[string]struct {
+		Target string `json:"target"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&routes)
+	resp.Body.Close()
+	if err != nil || routes["/user/alice"].Target == "" {
+		t.Fatalf("the proxy's routes: %v %v", routes, err)
+	}
+	for _, c := range []struct{ name, url string }{
+		{"through the hub's proxy", s.hubURL + "/user/alice/"},
+		{"direct", routes["/user/alice"].Target + "/user/alice/"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		k, err := kernel.Start(ctx, kernel.Options{Gateway: &kernel.Gateway{URL: c.url, Token: token}, StartTimeout: time.Minute})
+		if err != nil {
+			cancel()
+			t.Fatalf("a kernel %s: %v", c.name, err)
+		}
+		const n = 40
+		times := make([]time.Duration, 0, n)
+		for range n {
+			t0 := time.Now()
+			if _, err := k.Execute(ctx, "1+1", kernel.ExecuteOptions{}); err != nil {
+				t.Fatalf("1+1 %s: %v", c.name, err)
+			}
+			times = append(times, time.Since(t0))
+		}
+		k.Close()
+		cancel()
+		slices.Sort(times)
+		t.Logf("1+1 on alice's server %s: median %v (p10 %v, p90 %v, %d runs)", c.name, times[n/2], times[n/10], times[9*n/10], n)
+	}
+}
