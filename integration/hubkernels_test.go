@@ -198,10 +198,9 @@ func TestHubKernels(t *testing.T) {
 		progress = append(progress, req.Params.Message)
 		progressMu.Unlock()
 	}}
-	// Over a session of protocol 2025-11-25: over 2026-07-28 (go-sdk's
-	// stateless handler) no progress notification reached this client
-	// here, for any run.
-	alice, err := mcpAsWith(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr(), &http.Transport{}, opts, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	// Protocol 2026-07-28 (no HTTP session): the spawn's progress comes on
+	// the call's own response stream.
+	alice, err := mcpAsWith(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr(), &http.Transport{}, opts, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 	if err != nil {
 		t.Fatalf("alice: %v", err)
 	}
