@@ -53,9 +53,14 @@ type wsConn struct {
 	// restarted says the kernel was marked gone because the server
 	// restarted it (a "restarting" status or a shutdown_reply asking for a
 	// restart): the kernel id still names a kernel, a fresh one.
-	restarted  atomic.Bool
-	reconnects atomic.Int64
-	rejected   atomic.Int64
+	restarted atomic.Bool
+	// kernelSession is the session id in the headers of the kernel
+	// process this connection talks to, from its first shell reply: a
+	// shutdown_reply of an earlier process (a late message of one the
+	// server replaced, on the same ports) does not end this one.
+	kernelSession atomic.Pointer[string]
+	reconnects    atomic.Int64
+	rejected      atomic.Int64
 }
 
 var _ Conn = (*wsConn)(nil)
@@ -141,6 +146,10 @@ func (c *wsConn) read() {
 
 // watch notices the messages by which a gateway says the kernel is gone.
 func (c *wsConn) watch(ch Channel, msg *wire.Message) {
+	if ch == Shell && msg.Header.Session != "" && c.kernelSession.Load() == nil {
+		s := msg.Header.Session
+		c.kernelSession.CompareAndSwap(nil, &s)
+	}
 	switch msg.Header.MsgType {
 	case "status":
 		if ch != IOPub {
@@ -162,6 +171,9 @@ func (c *wsConn) watch(ch Channel, msg *wire.Message) {
 	case "shutdown_reply":
 		if c.expectShutdown.Load() {
 			return
+		}
+		if s := c.kernelSession.Load(); s != nil && msg.Header.Session != "" && msg.Header.Session != *s {
+			return // an earlier process's: the one this connection talks to lives
 		}
 		var r struct {
 			Restart bool `json:"restart"`
