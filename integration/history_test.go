@@ -291,8 +291,14 @@ func TestHistorySurvivesSIGKILL(t *testing.T) {
 		}
 		return nil
 	})
-	if len(files) != 1 || files[0] != "/sessions/kept.jsonl" {
+	// The history, and the run numbers reserved for the session (so that a
+	// crash never gives a run's id again), nothing else.
+	if strings.Join(files, ",") != "/run-ids.json,/sessions/kept.jsonl" {
 		t.Fatalf("state dir holds %v", files)
+	}
+	var reserved map[string]int
+	if b, err := os.ReadFile(filepath.Join(state, "run-ids.json")); err != nil || json.Unmarshal(b, &reserved) != nil || reserved["kept"] < 2 {
+		t.Fatalf("run-ids.json: %v %v", reserved, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(state, "sessions", "kept.jsonl"))
 	var first map[string]json.RawMessage
