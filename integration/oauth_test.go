@@ -411,6 +411,32 @@ func mcpAsVia(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCod
 // mcpAsWith is mcpAsVia with the client's and the session's options.
 func mcpAsWith(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHandlerConfig, tr *http.Transport, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	t.Helper()
+	cs, _, err := connectAs(t, mcpURL, p, reg, tr, opts, sopts)
+	return cs, err
+}
+
+// accessTokenAs signs p in through go-sdk's OAuth client and returns the
+// access token it got, for raw requests.
+func accessTokenAs(t *testing.T, mcpURL string, p *person) string {
+	t.Helper()
+	_, h, err := connectAs(t, mcpURL, p, dcr(), &http.Transport{}, nil, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", p.name, err)
+	}
+	ts, err := h.TokenSource(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ts.Token()
+	if err != nil || tok.AccessToken == "" {
+		t.Fatalf("%s's access token: %v", p.name, err)
+	}
+	return tok.AccessToken
+}
+
+// connectAs is mcpAsWith, returning the OAuth handler too.
+func connectAs(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCodeHandlerConfig, tr *http.Transport, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, *auth.AuthorizationCodeHandler, error) {
+	t.Helper()
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 	reg.RedirectURL = clientRedirect
@@ -435,10 +461,10 @@ func mcpAsWith(t *testing.T, mcpURL string, p *person, reg *auth.AuthorizationCo
 	c := mcp.NewClient(&mcp.Implementation{Name: "oauth-it", Version: "1"}, opts)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: hc, OAuthHandler: h}, sopts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs, nil
+	return cs, h, nil
 }
 
 func dcr() *auth.AuthorizationCodeHandlerConfig {
@@ -527,6 +553,25 @@ func TestOAuthJupyterHub(t *testing.T) {
 	}
 	if !strings.Contains(bobList, "bobs") || strings.Contains(bobList, "alices") {
 		t.Errorf("bob's sessions: %s", bobList)
+	}
+
+	// Tasks are each person's too: alice's task (SEP-2663, raw requests
+	// with the access token go-sdk's client got) is unknown to bob.
+	aliceTasks := &sepHTTPClient{t: t, url: s.mcpURL, token: accessTokenAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"))}
+	bobTasks := &sepHTTPClient{t: t, url: s.mcpURL, token: accessTokenAs(t, s.mcpURL, newPerson(t, "bob", "hub-password"))}
+	made, _ := aliceTasks.post("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "alices", "code": "x * 2", "background": true}}, nil)
+	result, _ := made["result"].(map[string]any)
+	taskID, _ := result["taskId"].(string)
+	if result["resultType"] != "task" || len(taskID) != 32 {
+		t.Fatalf("alice's background run_code under 2026-07-28: %v", made)
+	}
+	if got, _ := aliceTasks.post("tasks/get", map[string]any{"taskId": taskID}, nil); got["error"] != nil {
+		t.Errorf("alice's tasks/get of her task: %v", got)
+	}
+	other, _ := bobTasks.post("tasks/get", map[string]any{"taskId": taskID}, nil)
+	unknown, _ := bobTasks.post("tasks/get", map[string]any{"taskId": "0123456789abcdef0123456789abcdef"}, nil)
+	if fmt.Sprint(other["error"]) != fmt.Sprint(unknown["error"]) || !strings.Contains(fmt.Sprint(other["error"]), "-32602") {
+		t.Errorf("bob's tasks/get of alice's task: %v; of an unknown one: %v", other, unknown)
 	}
 
 	// The web view signs in through the hub too, and shows each person
