@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,8 +224,16 @@ func TestAbuseManyDisplays(t *testing.T) {
 		}
 	case strings.Contains(txt, "more outputs not kept"):
 		kept := strings.Count(txt, "\n")
-		if !strings.Contains(txt, fmt.Sprintf("[%d more outputs not kept]", 10000-len(out.Displays))) {
-			t.Fatalf("the count of outputs left out is wrong: %d displays listed, %d lines, tail %q", len(out.Displays), kept, txt[max(0, len(txt)-60):])
+		var left int
+		if m := regexp.MustCompile(`\[(\d+) more outputs not kept\]`).FindStringSubmatch(txt); m != nil {
+			left, _ = strconv.Atoi(m[1])
+		}
+		want := 10000 - len(out.Displays)
+		// ipykernel may drop messages under a flood (the result says so):
+		// then fewer than all of the rest arrived to be counted.
+		dropped := strings.Contains(txt, "drops messages under a flood")
+		if left != want && !(dropped && left > 0 && left < want) {
+			t.Fatalf("the count of outputs left out is wrong: %d displays listed, %d lines, %d counted (dropped noted: %v), tail %q", len(out.Displays), kept, left, dropped, txt[max(0, len(txt)-60):])
 		}
 	default:
 		t.Fatalf("a bounded result must say what it left out: tail %q", txt[max(0, len(txt)-60):])
