@@ -33,7 +33,7 @@ func (s *Engine) Gateway() *kernel.Gateway {
 		// A token that is missing now fails the start first, clearly
 		// (startUserServer); a listing goes through it too.
 		tok, _ := us.Token()
-		return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: tok}
+		return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: tok, JupyterServer: true, Stopped: userServerStopped(us)}
 	}
 	return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: s.cfg.GatewayToken}
 }
@@ -154,7 +154,9 @@ func (s *Engine) remoteStart(ctx context.Context, c Choice) (k *kernel.Kernel, i
 			return nil, KernelInfo{}, true, err
 		}
 		opts.Gateway = s.Gateway()
-		opts.Env = gatewayKernelEnv(os.Environ())
+		if s.cfg.UserServer == nil {
+			opts.Env = gatewayKernelEnv(os.Environ())
+		}
 		opts.Spec.Name = c.Kernel
 		if opts.Spec.Name == "" {
 			opts.Spec.Name = s.cfg.Kernel

@@ -34,6 +34,20 @@ type ToolPath struct {
 // String is the path as the call named it.
 func (p ToolPath) String() string { return p.abs }
 
+// Python is the path as a Python expression for code the session's kernel
+// runs (load_data's). A file in the user's server is named from the
+// folder the kernel started in, the server's root, so that a chdir in
+// the session does not change which file is read.
+func (p ToolPath) Python() string {
+	if p.server != nil {
+		return "os.path.join(get_ipython().starting_dir, " + PyString(p.rel) + ")"
+	}
+	return PyString(p.abs)
+}
+
+// InServer reports whether the file is in the user's server.
+func (p ToolPath) InServer() bool { return p.server != nil }
+
 // escapes reports whether err is os.Root's refusal of a path or symlink
 // that leads out of the root. The os package exports no sentinel for it.
 func escapes(err error) bool {
@@ -113,7 +127,7 @@ func (p ToolPath) ReadFile(verb string, limit int64) ([]byte, error) {
 // checkFile is readFile's checks without the read.
 func (p ToolPath) CheckFile(verb string, limit int64) error {
 	if p.server != nil {
-		return p.server.serverFileRefusal(verb)
+		return p.server.checkServerFile(p.rel, verb, limit)
 	}
 	if p.root == "" {
 		return checkInputFile(p.abs, verb, limit)

@@ -29,6 +29,23 @@ type UserServer interface {
 	// progress how the start goes. ctx bounds the wait; its error says
 	// why the server cannot run, in the hub's words when it has them.
 	Start(ctx context.Context, progress func(string)) error
+	// Running reports whether the server runs now (not stopped, not
+	// being stopped or started again). It is asked when the connection to
+	// a kernel there drops, so that a server stopped under a session is a
+	// kernel death at once rather than after the reconnect window.
+	Running(ctx context.Context) (bool, error)
+}
+
+// userServerStopped is kernel.Gateway.Stopped for the user's server: why
+// its kernels are lost when the server no longer runs, "" while it runs or
+// cannot be asked (the reconnect window goes on then).
+func userServerStopped(us UserServer) func(ctx context.Context) string {
+	return func(ctx context.Context) string {
+		if running, err := us.Running(ctx); err != nil || running {
+			return ""
+		}
+		return fmt.Sprintf("your server %s was stopped (by the hub's idle culler, an administrator, or from the hub's home page), and its kernels with it; the next call starts it again", us.URL())
+	}
 }
 
 // useUserServer points the gateway settings at the user's server. No warm
@@ -129,10 +146,25 @@ func (s *Engine) serverPath(p string) (ToolPath, error) {
 	return ToolPath{abs: clean, rel: clean, server: s}, nil
 }
 
-// serverFileRefusal is the answer of a tool that cannot read through the
-// contents API yet (load_data reads the file itself).
+// serverFileRefusal is the answer of a tool that would need the file
+// open on kernel-mcp's machine, which a file in the user's server never is.
 func (s *Engine) serverFileRefusal(verb string) error {
-	return fmt.Errorf("cannot %s files in your server %s from here yet: read it from code in the session instead (its working directory is the server's root), e.g. pandas.read_csv", verb, s.cfg.UserServer.URL())
+	return fmt.Errorf("cannot %s files in your server %s from here: read it from code in the session instead (its working directory is the server's root), e.g. pandas.read_csv", verb, s.cfg.UserServer.URL())
+}
+
+// checkServerFile checks through the contents API that rel is a file in
+// the user's server, of at most limit bytes (0: any size), without reading
+// it: the kernel reads it (load_data).
+func (s *Engine) checkServerFile(rel, verb string, limit int64) error {
+	ctx, cancel := context.WithTimeout(s.ctx, serverFileWait)
+	defer cancel()
+	if err := s.startUserServer(ctx); err != nil {
+		return fmt.Errorf("cannot %s %s: %v", verb, rel, err)
+	}
+	if err := s.Gateway().StatContents(ctx, rel, limit); err != nil {
+		return fmt.Errorf("cannot %s %s in your server: %v", verb, rel, err)
+	}
+	return nil
 }
 
 func (s *Engine) writeServerFile(rel string, data []byte) error {

@@ -74,9 +74,9 @@ func requireHubKernelParts(t *testing.T) string {
 	t.Helper()
 	hub, _ := requireOAuthParts(t)
 	venv := filepath.Dir(filepath.Dir(hub))
-	err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", "import jupyter_server, ipykernel, jupyterhub_idle_culler").Run()
+	err := exec.Command(filepath.Join(venv, "bin", "python"), "-c", "import jupyter_server, ipykernel, jupyterhub_idle_culler, pandas").Run()
 	if _, serr := os.Stat(filepath.Join(venv, "bin", "jupyterhub-singleuser")); err != nil || serr != nil {
-		msg := fmt.Sprintf("the hub-kernel tests need jupyter_server, ipykernel and jupyterhub-idle-culler in %s (%s/bin/pip install 'jupyter_server==2.21.1' 'ipykernel==7.4.0' 'jupyterhub-idle-culler==2.0.0')", venv, venv)
+		msg := fmt.Sprintf("the hub-kernel tests need jupyter_server, ipykernel, jupyterhub-idle-culler and pandas in %s (%s/bin/pip install 'jupyter_server==2.21.1' 'ipykernel==7.4.0' 'jupyterhub-idle-culler==2.0.0' 'pandas==3.1.1')", venv, venv)
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -210,12 +210,13 @@ func TestHubKernels(t *testing.T) {
 	}
 
 	// A spawn on first use, with progress.
-	who := "import os\nprint(os.environ['JUPYTERHUB_USER'], os.getcwd())\nx = 41"
+	// None of kernel-mcp's KERNEL_* variables reach a person's server.
+	who := "import os\nprint(os.environ['JUPYTERHUB_USER'], os.getcwd(), sorted(k for k in os.environ if k.startswith('KERNEL_')))\nx = 41"
 	begun := time.Now()
 	out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "alices", "code": who},
 		Meta: mcp.Meta{"progressToken": "alice-1"}})
 	t.Logf("spawn to first result: %v (the test spawner's 2 s included)", time.Since(begun).Round(time.Millisecond))
-	if isErr || !strings.Contains(out, "alice "+home("alice")) {
+	if isErr || !strings.Contains(out, "alice "+home("alice")+" []") {
 		t.Fatalf("alice's first run (error %v): %s", isErr, out)
 	}
 	progressMu.Lock()
@@ -253,9 +254,21 @@ func TestHubKernels(t *testing.T) {
 			t.Errorf("run_file %s (error %v): %s", p, isErr, out)
 		}
 	}
-	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": "step.py"}}); !isErr || !strings.Contains(out, "from code in the session") {
+	// load_data checks the file through the contents API and the kernel
+	// reads it from the server's root, whatever the session chdir'd to.
+	callText(t, alice, "run_code", map[string]any{"session_id": "alices", "code": "os.makedirs('data/sub', exist_ok=True)\nopen('data/prices.csv', 'w').write('a,b\\n1,2\\n3,4\\n5,6\\n')\nos.chdir('data/sub')"})
+	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": "data/prices.csv", "name": "prices"}}); isErr || !strings.Contains(out, "3 rows x 2 columns") {
 		t.Errorf("load_data (error %v): %s", isErr, out)
 	}
+	for p, want := range map[string]string{"data/missing.csv": "has no file data/missing.csv", "/etc/passwd.csv": "is absolute", "data/x.bin": "cannot tell the format"} {
+		if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": p}}); !isErr || !strings.Contains(out, want) {
+			t.Errorf("load_data %s (error %v): %s, want %q", p, isErr, out, want)
+		}
+	}
+	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": "data", "format": "csv"}}); !isErr || !strings.Contains(out, "is a folder") {
+		t.Errorf("load_data of a folder (error %v): %s", isErr, out)
+	}
+	callText(t, alice, "run_code", map[string]any{"session_id": "alices", "code": "os.chdir(get_ipython().starting_dir)"})
 
 	roundTrips(t, s, aliceToken)
 
@@ -263,7 +276,7 @@ func TestHubKernels(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bob: %v", err)
 	}
-	if out := callText(t, bob, "run_code", map[string]any{"session_id": "bobs", "code": who}); !strings.Contains(out, "bob "+home("bob")) {
+	if out := callText(t, bob, "run_code", map[string]any{"session_id": "bobs", "code": who}); !strings.Contains(out, "bob "+home("bob")+" []") {
 		t.Errorf("bob's run: %s", out)
 	}
 	bobToken := hubToken(t, s, "bob")
@@ -328,11 +341,13 @@ func TestHubKernels(t *testing.T) {
 		t.Logf("culler's log:\n%s", cullerLog.String())
 	}
 	// The session is told as of any dead kernel.
+	// The session is told at once, with the reason, not after the
+	// reconnect window.
 	waitFor(t, 60*time.Second, "alice's session seeing its kernel gone", func() bool {
 		return strings.Contains(callText(t, alice, "session_status", map[string]any{"session_id": "alices"}), "dead")
 	})
 	out, isErr = callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "alices", "code": who}})
-	if isErr || !strings.Contains(out, "alice "+home("alice")) || !strings.Contains(out, "died") {
+	if isErr || !strings.Contains(out, "alice "+home("alice")+" []") || !strings.Contains(out, "was stopped (by the hub's idle culler") {
 		t.Errorf("alice's run after the culler (error %v): %s", isErr, out)
 	}
 	if !serverReady(t, s, "alice") {

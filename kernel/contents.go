@@ -50,6 +50,38 @@ func (g Gateway) WriteContents(ctx context.Context, path string, data []byte) er
 	return nil
 }
 
+// StatContents checks that path names a file on the server (not a folder)
+// of at most limit bytes (0: any size), without reading it; its errors are
+// ReadContents'.
+func (g Gateway) StatContents(ctx context.Context, path string, limit int64) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer c.release()
+	return c.statFile(ctx, path, limit)
+}
+
+func (c *gatewayClient) statFile(ctx context.Context, path string, limit int64) error {
+	var m struct {
+		Type string `json:"type"`
+		Size *int64 `json:"size"`
+	}
+	if err := c.do(ctx, http.MethodGet, contentsPath(path)+"?content=0", nil, &m, http.StatusOK); err != nil {
+		if errors.Is(err, errNoSuchKernel) { // do's 404
+			return fmt.Errorf("kernel: %s has no file %s", c, path)
+		}
+		return err
+	}
+	switch {
+	case m.Type == "directory":
+		return fmt.Errorf("kernel: %s on %s is a folder: %w", path, c, ErrNotAFile)
+	case limit > 0 && m.Size != nil && *m.Size > limit:
+		return fmt.Errorf("kernel: %s on %s is %d bytes, more than the %d allowed", path, c, *m.Size, limit)
+	}
+	return nil
+}
+
 // ErrNotAFile is wrapped by ReadContents' error for a path that names a
 // folder.
 var ErrNotAFile = errors.New("not a file")
@@ -63,21 +95,8 @@ func (g Gateway) ReadContents(ctx context.Context, path string, limit int64) ([]
 		return nil, err
 	}
 	defer c.release()
-	var m struct {
-		Type string `json:"type"`
-		Size *int64 `json:"size"`
-	}
-	if err := c.do(ctx, http.MethodGet, contentsPath(path)+"?content=0", nil, &m, http.StatusOK); err != nil {
-		if errors.Is(err, errNoSuchKernel) { // do's 404
-			return nil, fmt.Errorf("kernel: %s has no file %s", c, path)
-		}
+	if err := c.statFile(ctx, path, limit); err != nil {
 		return nil, err
-	}
-	switch {
-	case m.Type == "directory":
-		return nil, fmt.Errorf("kernel: %s on %s is a folder: %w", path, c, ErrNotAFile)
-	case m.Size != nil && *m.Size > limit:
-		return nil, fmt.Errorf("kernel: %s on %s is %d bytes, more than the %d allowed", path, c, *m.Size, limit)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+contentsPath(path)+"?type=file&format=base64&content=1", nil)
 	if err != nil {

@@ -45,6 +45,17 @@ type Gateway struct {
 	// the kernel counts as lost. Default 10 s.
 	ReconnectWindow time.Duration
 
+	// JupyterServer says the server is a Jupyter Server (a JupyterHub
+	// user's server), not a kernel gateway: start requests carry no env,
+	// which it would ignore, so none of this machine's KERNEL_* variables
+	// or its user name reach a server that is somebody else's.
+	JupyterServer bool
+	// Stopped, if set, is asked after a redial of a dropped WebSocket
+	// fails: a non-empty answer (why the server no longer runs) ends the
+	// reconnect window at once, the kernel lost for that reason. A hub
+	// user's server that was stopped does not come back with its kernels.
+	Stopped func(ctx context.Context) string
+
 	// legacyFraming keeps the v1 subprotocol from being offered, so tests
 	// can drive the legacy JSON framing against servers that offer v1.
 	legacyFraming bool
@@ -78,6 +89,9 @@ type gatewayClient struct {
 	window time.Duration
 	ownHC  bool // hc is ours, so its idle connections are ours to close
 	legacy bool // offer no subprotocol (Gateway.legacyFraming)
+	noEnv  bool // Gateway.JupyterServer
+	// stopped is Gateway.Stopped.
+	stopped func(ctx context.Context) string
 }
 
 func (g *Gateway) client() (*gatewayClient, error) {
@@ -101,7 +115,7 @@ func (g *Gateway) client() (*gatewayClient, error) {
 	if w <= 0 {
 		w = 10 * time.Second
 	}
-	return &gatewayClient{base: u, token: g.Token, hc: hc, window: w, ownHC: own, legacy: g.legacyFraming}, nil
+	return &gatewayClient{base: u, token: g.Token, hc: hc, window: w, ownHC: own, legacy: g.legacyFraming, noEnv: g.JupyterServer, stopped: g.Stopped}, nil
 }
 
 // quickACKTransport is http.DefaultTransport's settings with a dialer whose
@@ -300,7 +314,10 @@ func (c *gatewayClient) noKernel(id string, err error) error {
 // server's default). Servers answer an unknown name with 500, so a failure
 // is checked against the kernelspecs the server offers.
 func (c *gatewayClient) startKernel(ctx context.Context, name string, env map[string]string) (GatewayKernel, error) {
-	body := map[string]any{"env": env}
+	body := map[string]any{}
+	if !c.noEnv {
+		body["env"] = env
+	}
 	if name != "" {
 		body["name"] = name
 	}

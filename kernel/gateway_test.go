@@ -9,6 +9,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,6 +284,52 @@ func TestGatewayDiesMidRun(t *testing.T) {
 	if r.res == nil || len(r.res.Outputs) == 0 || r.res.Outputs[0].Text != "started\n" {
 		t.Errorf("the output before the loss is gone: %+v", r.res)
 	}
+}
+
+// TestGatewayStoppedServer: when the server under a running execution
+// stops and Gateway.Stopped says so, the call ends at once with its
+// reason (the reconnect window, an hour here, is not waited out).
+func TestGatewayStoppedServer(t *testing.T) {
+	srv, err := gatewaytest.Start(context.Background(), gatewaytest.KernelGateway)
+	if err != nil {
+		gatewaytest.Unavailable(t, err)
+	}
+	defer srv.Stop()
+	var killed atomic.Bool
+	stopped := func(context.Context) string {
+		if killed.Load() {
+			return "the hub stopped your server"
+		}
+		return ""
+	}
+	k, err := Start(testCtx(t, 60*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: srv.Token, ReconnectWindow: time.Hour, Stopped: stopped}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	opts, started := startedSignal()
+	done := executeAsync(testCtx(t, 60*time.Second), k, "import time\nprint('started', flush=True)\ntime.sleep(60)", opts)
+	await(t, started, "the code to start")
+	killed.Store(true)
+	srv.Kill()
+	r := await(t, done, "the execution")
+	if !errors.Is(r.err, ErrKernelDied) || !strings.Contains(r.err.Error(), "the hub stopped your server") {
+		t.Fatalf("err = %v", r.err)
+	}
+}
+
+// TestGatewayJupyterServerGetsNoEnv: a start request to a Jupyter Server
+// (a hub user's server) carries none of this machine's variables, not even
+// the KERNEL_USERNAME a gateway needs.
+func TestGatewayJupyterServerGetsNoEnv(t *testing.T) {
+	srv := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	k, err := Start(testCtx(t, 90*time.Second), Options{Env: map[string]string{"KERNEL_KMCP_PROBE": "sent"}, Gateway: &Gateway{URL: srv.URL, Token: srv.Token, JupyterServer: true}})
+	if err != nil {
+		t.Fatalf("Start: %v\n%s", err, srv.Log())
+	}
+	defer k.Close()
+	res := mustExecute(t, k, "import os\nos.environ.get('KERNEL_KMCP_PROBE'), os.environ.get('KERNEL_USERNAME')")
+	wantOutputs(t, res, "execute_result (None, None)")
 }
 
 // TestAttachDetachOnClose attaches to a local kernel by its connection

@@ -218,6 +218,15 @@ func (c *wsConn) reconnect(cause error) bool {
 			c.markGone(&DiedError{ExitCode: -1, Remote: fmt.Sprintf("gateway %s no longer has kernel %s", c.gc, c.kernelID)})
 			return false
 		}
+		if c.gc.stopped != nil {
+			sctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			why := c.gc.stopped(sctx)
+			cancel()
+			if why != "" {
+				c.markGone(&DiedError{ExitCode: -1, Remote: why})
+				return false
+			}
+		}
 		if time.Now().After(deadline) {
 			why := last.Error()
 			if oe := (*net.OpError)(nil); errors.As(last, &oe) {

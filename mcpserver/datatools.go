@@ -41,22 +41,31 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 	// created: a call with bad input leaves no session behind.
 	// The kernel reads the file, in its sandbox; the server only checks
 	// it, through the folder it was found in.
-	var read string
+	// A file in the user's server is checked through its contents API and
+	// named from the server's root (engine.ToolPath.Python).
+	var code string
 	_, err := s.eng.LookupOrCreateChecked(sessionOr(in.SessionID), func(ss *engine.Session) error {
 		tp, err := ss.ResolvePath(in.Path, engine.ReadAccess)
 		if err != nil {
 			return fmt.Errorf("load_data: %v", err)
 		}
+		read, err := datatools.ReaderOf(tp.String(), tp.Python(), in.Format)
+		if err != nil {
+			return err
+		}
 		if err := tp.CheckFile("load", 0); err != nil {
 			return err
 		}
-		read, err = datatools.Reader(tp.String(), in.Format)
-		return err
+		code = datatools.LoadCode(name, read)
+		if tp.InServer() {
+			code = "import os\n" + code
+		}
+		return nil
 	})
 	if err != nil {
 		return errResult[RunOutput]("%v", err)
 	}
-	return s.dataRun(ctx, req, in.SessionID, datatools.LoadCode(name, read))
+	return s.dataRun(ctx, req, in.SessionID, code)
 }
 
 func (s *Server) describeData(ctx context.Context, req *mcp.CallToolRequest, in DataNameInput) (*mcp.CallToolResult, RunOutput, error) {

@@ -175,3 +175,11 @@ func (u *userHubServer) Start(ctx context.Context, progress func(string)) error 
 		progress(msg)
 	})
 }
+
+func (u *userHubServer) Running(ctx context.Context) (bool, error) {
+	m, err := u.s.State(ctx)
+	if err != nil {
+		return false, err
+	}
+	return m.Ready && m.Pending == "", nil
+}

@@ -31,6 +31,13 @@ var readers = map[string]string{
 // Reader is the pandas call that reads the data file at path, in format
 // (csv, tsv, parquet, excel, json, jsonl; "" tells it by the extension).
 func Reader(path, format string) (string, error) {
+	return ReaderOf(path, engine.PyString(path), format)
+}
+
+// ReaderOf is Reader with the path given to pandas as the Python
+// expression expr (engine.ToolPath.Python); path names it in errors and
+// gives the extension.
+func ReaderOf(path, expr, format string) (string, error) {
 	f := strings.ToLower(strings.TrimSpace(format))
 	if f == "" {
 		f = dataFormats[strings.ToLower(filepath.Ext(path))]
@@ -42,7 +49,7 @@ func Reader(path, format string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unknown format %q: use csv, tsv, parquet, excel, json or jsonl", format)
 	}
-	return fmt.Sprintf(reader, engine.PyString(path)), nil
+	return fmt.Sprintf(reader, expr), nil
 }
 
 // LoadCode is load_data's code: read into name with read (see Reader), then
