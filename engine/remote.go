@@ -162,6 +162,17 @@ func (s *Engine) remoteStart(ctx context.Context, c Choice) (k *kernel.Kernel, i
 			opts.Spec.Name = s.cfg.Kernel
 		}
 		k, err = kernel.Start(ctx, opts)
+		if us := s.cfg.UserServer; err != nil && us != nil && ctx.Err() == nil {
+			// The hub may still call a server that ended ready (until its
+			// spawner's poll); asking it starts the server again.
+			if why, gerr := us.Gone(ctx); gerr == nil && why != "" {
+				s.cfg.Logger.Info("the user's server was gone at a kernel start; starting it again", "server", us.URL(), "why", why, "start_error", err)
+				if err = s.startUserServer(ctx); err == nil {
+					opts.Gateway = s.Gateway()
+					k, err = kernel.Start(ctx, opts)
+				}
+			}
+		}
 	default:
 		return nil, KernelInfo{}, false, nil
 	}

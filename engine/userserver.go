@@ -29,11 +29,13 @@ type UserServer interface {
 	// progress how the start goes. ctx bounds the wait; its error says
 	// why the server cannot run, in the hub's words when it has them.
 	Start(ctx context.Context, progress func(string)) error
-	// Running reports whether the server runs now (not stopped, not
-	// being stopped or started again). It is asked when the connection to
-	// a kernel there drops, so that a server stopped under a session is a
-	// kernel death at once rather than after the reconnect window.
-	Running(ctx context.Context) (bool, error)
+	// Gone says why the server no longer runs ("was stopped (by …)"),
+	// or "" while it runs. It is asked when the connection to a kernel
+	// there drops, so that a server stopped under a session is a kernel
+	// death at once rather than after the reconnect window, and when a
+	// kernel start there fails, so that a server that ended is started
+	// again.
+	Gone(ctx context.Context) (string, error)
 }
 
 // userServerStopped is kernel.Gateway.Stopped for the user's server: why
@@ -41,10 +43,11 @@ type UserServer interface {
 // cannot be asked (the reconnect window goes on then).
 func userServerStopped(us UserServer) func(ctx context.Context) string {
 	return func(ctx context.Context) string {
-		if running, err := us.Running(ctx); err != nil || running {
+		why, err := us.Gone(ctx)
+		if err != nil || why == "" {
 			return ""
 		}
-		return fmt.Sprintf("your server %s was stopped (by the hub's idle culler, an administrator, or from the hub's home page), and its kernels with it; the next call starts it again", us.URL())
+		return fmt.Sprintf("your server %s %s, and its kernels with it; the next call starts it again", us.URL(), why)
 	}
 }
 

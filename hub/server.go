@@ -314,6 +314,41 @@ func (s *Server) Start(ctx context.Context, progress func(Progress)) error {
 	}
 }
 
+// Gone says why the server no longer runs, or "" while it does. The
+// hub's model calls a server ready until its spawner's poll
+// (Spawner.poll_interval, 30 s by default) notices a process that ended;
+// a start request makes the hub poll it at once. So for a server the hub
+// calls ready, Gone asks to start it: "already running" means it runs;
+// anything else means the hub found it gone, and the start it was asked
+// for is under way (which is what the person's next call would ask for).
+// A server stopped or being stopped is not started.
+func (s *Server) Gone(ctx context.Context) (string, error) {
+	m, err := s.State(ctx)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case m.Pending == "spawn":
+		return "stopped and is being started again", nil
+	case m.Pending != "" || !m.Ready:
+		return "was stopped (by the hub's idle culler, an administrator, or from the hub's home page)", nil
+	}
+	path := s.serverPath()
+	status, body, err := s.request(ctx, http.MethodPost, path, map[string]any{})
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case status == http.StatusBadRequest && strings.Contains(hubMessage(body), "already running"):
+		return "", nil
+	case status == http.StatusBadRequest && strings.Contains(hubMessage(body), "is pending"):
+		return "", nil // a stop or start under way: asked again at the next drop
+	case status == http.StatusCreated || status == http.StatusAccepted:
+		return "ended (JupyterHub found its process gone) and is being started again", nil
+	}
+	return "", s.apiError(http.MethodPost, path, status, body)
+}
+
 // pause waits d, or fails when ctx ends first.
 func pause(ctx context.Context, d time.Duration, shown string) error {
 	t := time.NewTimer(d)

@@ -147,3 +147,52 @@ func TestTokenFile(t *testing.T) {
 		t.Errorf("a huge file: %v", err)
 	}
 }
+
+// Gone: a stopped server is not started; one the hub calls ready is
+// asked to start, which makes the hub check its process: "already
+// running" is a live server, a start accepted is one that had ended.
+func TestGone(t *testing.T) {
+	for _, c := range []struct {
+		model      string
+		postStatus int
+		postBody   string
+		want       string
+		posted     bool
+	}{
+		{`{"ready": false, "pending": null}`, 0, "", "was stopped (by the hub's idle culler", false},
+		{`{"ready": false, "pending": "stop"}`, 0, "", "was stopped", false},
+		{`{"ready": false, "pending": "spawn"}`, 0, "", "being started again", false},
+		{`{"ready": true, "pending": null}`, 400, `{"status": 400, "message": "alice is already running"}`, "", true},
+		{`{"ready": true, "pending": null}`, 400, `{"status": 400, "message": "alice is pending stop"}`, "", true},
+		{`{"ready": true, "pending": null}`, 202, "", "ended (JupyterHub found its process gone)", true},
+		{`{"ready": true, "pending": null}`, 201, "", "ended (JupyterHub found its process gone)", true},
+	} {
+		posted := false
+		s := scripted(t, func(w http.ResponseWriter, r *http.Request) {
+			switch r.Method {
+			case http.MethodGet:
+				fmt.Fprint(w, c.model)
+			case http.MethodPost:
+				posted = true
+				w.WriteHeader(c.postStatus)
+				fmt.Fprint(w, c.postBody)
+			}
+		})
+		why, err := s.Gone(context.Background())
+		if err != nil || (c.want == "") != (why == "") || !strings.Contains(why, c.want) || posted != c.posted {
+			t.Errorf("%s, POST %d %s: %q %v (posted %v)", c.model, c.postStatus, c.postBody, why, err, posted)
+		}
+	}
+	// An answer it does not know is an error, not a verdict.
+	s := scripted(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			fmt.Fprint(w, `{"ready": true}`)
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"status": 403, "message": "Action is not authorized with current scopes"}`)
+	})
+	if why, err := s.Gone(context.Background()); err == nil || why != "" {
+		t.Errorf("a refused check: %q %v", why, err)
+	}
+}

@@ -66,6 +66,13 @@ c.JupyterHub.load_roles.append({
     "name": "idle-culler", "services": ["idle-culler"],
     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
 })
+# What the tests that kill a server use to find its process, as an admin
+# would: the spawner's state (the local spawner's pid).
+c.JupyterHub.services.append({"name": "test-admin", "api_token": "admin-test-token"})
+c.JupyterHub.load_roles.append({
+    "name": "test-admin", "services": ["test-admin"],
+    "scopes": ["list:users", "read:servers", "admin:server_state", "delete:servers"],
+})
 `
 
 // requireHubKernelParts skips (fails under CI) when the hub's venv lacks
@@ -355,6 +362,82 @@ func TestHubKernels(t *testing.T) {
 	}
 	if out := callText(t, alice, "get_history", map[string]any{"session_id": "alices"}); strings.Count(out, "JUPYTERHUB_USER") != 2 {
 		t.Errorf("alice's history after the culler: %s", out)
+	}
+}
+
+// serverPid is the pid of user's default server, from the spawner's state.
+func serverPid(t *testing.T, s *hubSetup, user string) int {
+	t.Helper()
+	status, body := hubGet(t, http.MethodGet, s.apiURL+"/users/"+user, "admin-test-token")
+	var m struct {
+		Servers map[string]struct {
+			State struct {
+				Pid int `json:"pid"`
+			} `json:"state"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil || status != http.StatusOK {
+		t.Fatalf("the hub about %s: %d %s", user, status, body)
+	}
+	pid := m.Servers[""].State.Pid
+	if pid <= 1 {
+		t.Fatalf("%s's server has no pid in the hub's state: %s", user, body)
+	}
+	return pid
+}
+
+// TestHubKernelsServerKilled: a person's single-user server SIGKILLed
+// under a session (a crash, an OOM kill) costs that session its variables
+// and nothing else: the session is told, its next call starts the server
+// again, and bob's session on his own server goes on untouched.
+func TestHubKernelsServerKilled(t *testing.T) {
+	t.Parallel()
+	requireHubKernelParts(t)
+	s := startHubOpts(t, map[string]string{"PYTHON_MCP_INTERPRETER": ""}, false, hubOptions{flags: []string{"--hub-kernels"}, config: hubKernelsConfig})
+	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	bob, err := mcpAs(t, s.mcpURL, newPerson(t, "bob", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	callText(t, alice, "run_code", map[string]any{"session_id": "a", "code": "x = 1"})
+	callText(t, bob, "run_code", map[string]any{"session_id": "b", "code": "y = 2"})
+	pid := serverPid(t, s, "alice")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The hub still calls it ready (its spawner polls every 30 s): the
+	// drop of the kernel's connection makes kernel-mcp ask it to check.
+	out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "a", "code": "import os\nprint('x' in globals(), os.environ['JUPYTERHUB_USER'])"}})
+	if !isErr || !strings.Contains(out, "ended (JupyterHub found its process gone) and is being started again") || !strings.Contains(out, "history kept") {
+		t.Errorf("alice's call after her server was killed (error %v): %s", isErr, out)
+	}
+	out, isErr = callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "a", "code": "import os\nprint('x' in globals(), os.environ['JUPYTERHUB_USER'])"}})
+	if isErr || !strings.Contains(out, "False alice") {
+		t.Errorf("alice's next call (error %v): %s", isErr, out)
+	}
+	if p := serverPid(t, s, "alice"); p == pid {
+		t.Errorf("alice's server is still process %d", p)
+	}
+	if out := callText(t, bob, "run_code", map[string]any{"session_id": "b", "code": "y"}); !strings.Contains(out, "2") {
+		t.Errorf("bob's session after alice's server was killed: %s", out)
+	}
+	if out := callText(t, alice, "get_history", map[string]any{"session_id": "a"}); !strings.Contains(out, "x = 1") {
+		t.Errorf("alice's history: %s", out)
+	}
+
+	// Killed while no kernel of hers runs there: the start of her next
+	// kernel meets the proxy's 503, asks the hub, and starts it again.
+	callText(t, alice, "reset_session", map[string]any{"session_id": "a"})
+	callText(t, alice, "delete_session", map[string]any{"session_id": "a"})
+	pid = serverPid(t, s, "alice")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": "c", "code": "import os\nprint(os.environ['JUPYTERHUB_USER'])"}}); isErr || !strings.Contains(out, "alice") {
+		t.Errorf("alice's new session after her idle server was killed (error %v): %s", isErr, out)
 	}
 }
 

@@ -176,10 +176,4 @@ func (u *userHubServer) Start(ctx context.Context, progress func(string)) error 
 	})
 }
 
-func (u *userHubServer) Running(ctx context.Context) (bool, error) {
-	m, err := u.s.State(ctx)
-	if err != nil {
-		return false, err
-	}
-	return m.Ready && m.Pending == "", nil
-}
+func (u *userHubServer) Gone(ctx context.Context) (string, error) { return u.s.Gone(ctx) }
