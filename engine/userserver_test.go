@@ -15,8 +15,8 @@ type scriptedServer struct {
 	outcome  chan error
 }
 
-func (s *scriptedServer) URL() string            { return "http://127.0.0.1:1/user/alice/" }
-func (s *scriptedServer) Token() (string, error) { return "t", nil }
+func (s *scriptedServer) URL() string                          { return "http://127.0.0.1:1/user/alice/" }
+func (s *scriptedServer) Token() (string, error)               { return "t", nil }
 func (s *scriptedServer) Gone(context.Context) (string, error) { return "", nil }
 func (s *scriptedServer) Start(ctx context.Context, progress func(string)) error {
 	progress("30% pulling the image")
