@@ -129,17 +129,22 @@ test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE) $(OAUTH_NOD
 # work and random faults for SOAK_MINUTES (default 10), then checks that
 # nothing was lost. SOAK_SEED (random by default) is printed, so a failure
 # can be replayed. Its 60 s version, with a fixed seed, runs in `make test`.
-# It installs the Node packages of integration/ and the Kernel Gateway venv
-# when missing; for the Python packages of python3 and for bwrap it stops at
-# once, before installing anything, with the command that installs them.
+# It installs the Node packages of integration/ and integration/oauth, the
+# Kernel Gateway venv and the JupyterHub venv when missing; for the Python
+# packages of python3 and for bwrap it stops at once, before installing
+# anything, with the command that installs them.
 # See docs/reliability.md.
 SOAK_MINUTES ?= 10
 # The Kernel Gateway venv of the gateway tests and the soak
 # (internal/gatewaytest), as .ci/run makes it.
 KG_VENV ?= $(or $(KERNEL_MCP_TEST_KG_VENV),$(HOME)/.cache/kernel-mcp/venv-kg)
 
-soak: soak-check $(INTEGRATION_NODE) $(KG_VENV)/.installed
-	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_SEED=$(SOAK_SEED) CI=$(or $(CI),true) KERNEL_MCP_TEST_KG_VENV=$(KG_VENV) \
+# The JupyterHub venv of the sign-in and hub-kernel tests and the soak's hub
+# leg (integration/oauth_test.go), as .ci/run makes it.
+HUB_VENV ?= $(or $(KERNEL_MCP_TEST_HUB_VENV),$(HOME)/.cache/kernel-mcp/venv-hub)
+
+soak: soak-check $(INTEGRATION_NODE) $(OAUTH_NODE) $(KG_VENV)/.installed $(HUB_VENV)/.installed
+	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_SEED=$(SOAK_SEED) CI=$(or $(CI),true) KERNEL_MCP_TEST_KG_VENV=$(KG_VENV) KERNEL_MCP_TEST_HUB_VENV=$(HUB_VENV) \
 		$(GO) test -race -count=1 -v -run '^TestSoak$$' \
 		-timeout $$(awk 'BEGIN { print int($(SOAK_MINUTES) * 60 + 1200) }')s ./integration/
 
@@ -153,6 +158,13 @@ $(KG_VENV)/.installed:
 	[ -x $(KG_VENV)/bin/python ] || python3 -m venv $(KG_VENV)
 	$(KG_VENV)/bin/python -m pip install --disable-pip-version-check -q jupyter_kernel_gateway jupyter_server ipykernel
 	$(KG_VENV)/bin/jupyter-kernelgateway --version >/dev/null
+	touch $@
+
+$(HUB_VENV)/.installed:
+	[ -x $(HUB_VENV)/bin/python ] || python3 -m venv $(HUB_VENV)
+	$(HUB_VENV)/bin/python -m pip install --disable-pip-version-check -q 'jupyterhub>=6,<7' 'mcp==2.3.0' \
+		'jupyter_server==2.21.1' 'ipykernel==7.4.0' 'jupyterhub-idle-culler==2.0.0' 'pandas==3.1.1'
+	$(HUB_VENV)/bin/jupyterhub --version >/dev/null
 	touch $@
 
 # kernel-mcp against jupyter_client on the same kernel and against the MCP

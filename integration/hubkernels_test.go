@@ -71,7 +71,7 @@ c.JupyterHub.load_roles.append({
 c.JupyterHub.services.append({"name": "test-admin", "api_token": "admin-test-token"})
 c.JupyterHub.load_roles.append({
     "name": "test-admin", "services": ["test-admin"],
-    "scopes": ["list:users", "read:servers", "admin:server_state", "delete:servers"],
+    "scopes": ["list:users", "read:servers", "admin:server_state", "delete:servers", "access:servers"],
 })
 `
 

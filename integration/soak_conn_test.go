@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,6 +112,12 @@ func (g *goConn) close() {
 }
 
 func dialGoHTTP(ctx context.Context, url, token string) (*goConn, error) {
+	return dialGoHTTPAuth(ctx, url, token, nil)
+}
+
+// dialGoHTTPAuth is dialGoHTTP signed in with an OAuth client (oh) rather
+// than a fixed token, when oh is set.
+func dialGoHTTPAuth(ctx context.Context, url, token string, oh auth.OAuthHandler) (*goConn, error) {
 	g := &goConn{}
 	d := &net.Dialer{}
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -123,7 +130,11 @@ func dialGoHTTP(ctx context.Context, url, token string) (*goConn, error) {
 		return c, err
 	}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "soak-go", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: token, next: tr}}}, nil)
+	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: token, next: tr}}}
+	if oh != nil {
+		t.HTTPClient, t.OAuthHandler = &http.Client{Transport: tr}, oh
+	}
+	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		tr.CloseIdleConnections()
 		return nil, err
@@ -261,6 +272,9 @@ type slot struct {
 	name string
 	user string // token name, "" for stdio
 	ts   bool
+	// oauth, when set, signs the connection in (the hub leg's people)
+	// instead of the user's token.
+	oauth auth.OAuthHandler
 	temp bool        // a connection the soak drops mid-call: its client decides how long that takes
 	down atomic.Bool // while a fault replaces the connection: calls wait
 	srv  *soakServer

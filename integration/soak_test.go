@@ -25,14 +25,16 @@ import (
 	"github.com/kernel-mcp/kernel-mcp/internal/gatewaytest"
 )
 
-// TestSoak drives five kernel-mcp servers at once with several clients
+// TestSoak drives six kernel-mcp servers at once with several clients
 // (go-sdk over stdio and streamable HTTP, the official TypeScript client,
-// two users under --tokens-file, a --sandbox server and a Kernel Gateway
-// one) doing what users do, while faults are injected at random: kernels
+// two users under --tokens-file, a --sandbox server, a Kernel Gateway one,
+// and one a JupyterHub runs with --hub-kernels, soak_hub_test.go) doing
+// what users do, while faults are injected at random: kernels
 // SIGKILLed or calling os._exit, a kernel ignoring SIGINT past its
 // timeout, interrupt storms, clients gone mid-call, TCP torn down, the
 // server SIGKILLed and restarted on its state directory, the gateway
-// killed and started again. Task clients (soak_tasks_test.go) speak MCP
+// killed and started again, a hub user's single-user server killed or
+// stopped under their session. Task clients (soak_tasks_test.go) speak MCP
 // tasks in raw JSON-RPC beside them, both designs, under the same faults.
 // It checks, during the run and at its end, that nothing was lost (see the
 // inv* constants).
@@ -126,6 +128,8 @@ type soak struct {
 	gwMu    sync.Mutex
 	gwSrv   *soakServer // the server using the gateway
 	taskSrv *soakServer // the task clients' stdio server
+	hub     *hubSetup   // the hub leg's JupyterHub (soak_hub_test.go)
+	hubSrv  *soakServer // its kernel-mcp, which the hub runs
 	slots   []*slot
 	workers []*soakWorker
 	// taskClients speak MCP tasks (soak_tasks_test.go).
@@ -274,6 +278,8 @@ func newSoak(t *testing.T, cfg soakCfg, node string, gw *gatewaytest.Server) *so
 			t.Fatal(err)
 		}
 	}
+	s.addHubLeg(common)
+	hubAlice, hubBob := s.slots[len(s.slots)-2], s.slots[len(s.slots)-1]
 	// Sessions: alice and bob use the same session ids, and so does the
 	// stdio server: a call that reached the wrong notebook shows another
 	// key's markers.
@@ -293,6 +299,12 @@ func newSoak(t *testing.T, cfg soakCfg, node string, gw *gatewaytest.Server) *so
 	add("st1", "nb1", plainSlot, nil, "data", "notebook", "pid")
 	add("st2", "nb2", plainSlot, nil, "data", "notebook", "pid")
 	add("gw1", "gw", gwSlot, nil)
+	// The hub leg: alice's and bob's sessions in their own servers.
+	add("hb1", "nb1", hubAlice, nil)
+	add("hb2", "nb1", hubBob, nil)
+	for _, w := range s.workersOf(s.hubSrv) {
+		w.files = filepath.Join(s.hub.dir, "home", w.primary.user)
+	}
 	add("sb1", "sb", sbSlot, nil, "data", "notebook", "pid")
 	// Task clients: two of protocol 2026-07-28 (SEP-2663) on the tasks
 	// server's stdio, one of 2025-11-25 over HTTP as alice.
@@ -325,7 +337,7 @@ func (s *soak) connect(ctx context.Context, sl *slot) error {
 		}
 		c = tc
 	} else {
-		gc, err := dialGoHTTP(ctx, sl.srv.url(), s.tokens[sl.user])
+		gc, err := dialGoHTTPAuth(ctx, sl.srv.url(), s.tokens[sl.user], sl.oauth)
 		if err != nil {
 			return fmt.Errorf("%s: %v", sl.name, err)
 		}
@@ -410,7 +422,9 @@ func (s *soak) run() {
 // minutes or less); the first ones go through
 // every kind, so even the short run injects each.
 func (s *soak) inject(deadline time.Time) {
-	kinds := []string{"server_kill", "task_server_kill", "gateway_kill", "tcp_teardown", "kernel_sigkill", "kernel_os_exit", "sigint_ignored_timeout", "interrupt_storm", "client_disconnect", "frame_bomb"}
+	kinds := []string{"server_kill", "task_server_kill", "gateway_kill", "tcp_teardown", "hub_server_kill", "hub_server_stop",
+		"kernel_sigkill", "kernel_os_exit", "sigint_ignored_timeout", "interrupt_storm", "client_disconnect", "frame_bomb"}
+	const ownKinds = 6 // the kinds before are the injector's own; the rest a session's worker injects
 	order := append([]string{}, kinds...)
 	s.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	// A warm-up: every session has run before the first fault. The short
@@ -435,8 +449,12 @@ func (s *soak) inject(deadline time.Time) {
 				kind = "gateway_kill"
 			case r < 0.23:
 				kind = "tcp_teardown"
+			case r < 0.27:
+				kind = "hub_server_kill"
+			case r < 0.30:
+				kind = "hub_server_stop"
 			default:
-				kind = kinds[4+s.rng.Intn(len(kinds)-4)]
+				kind = kinds[ownKinds+s.rng.Intn(len(kinds)-ownKinds)]
 			}
 		}
 		begun := time.Now()
@@ -489,6 +507,8 @@ func (s *soak) injectOne(kind string) {
 		}
 		s.gwMu.Unlock()
 		s.count(s.faults, kind)
+	case "hub_server_kill", "hub_server_stop":
+		s.hubFault(kind)
 	case "tcp_teardown":
 		var http []*slot
 		for _, sl := range s.slots {
@@ -503,9 +523,9 @@ func (s *soak) injectOne(kind string) {
 		// A fault the session's own worker injects, in its flow of calls.
 		var fit []*soakWorker
 		for _, w := range s.workers {
-			// A frame bomb behind a gateway would hit the gateway's own
-			// ZeroMQ client, not ours.
-			if kind == "kernel_sigkill" && !w.caps["pid"] || kind == "client_disconnect" && !w.caps["disconnect"] || kind == "frame_bomb" && w.srv == s.gwSrv {
+			// A frame bomb behind a gateway (or a hub user's Jupyter
+			// Server) would hit its own ZeroMQ client, not ours.
+			if kind == "kernel_sigkill" && !w.caps["pid"] || kind == "client_disconnect" && !w.caps["disconnect"] || kind == "frame_bomb" && (w.srv == s.gwSrv || w.srv == s.hubSrv) {
 				continue
 			}
 			fit = append(fit, w)
@@ -758,6 +778,7 @@ func (s *soak) finalChecks() {
 			s.fail(invLeak, fmt.Sprintf("%s left files in its temp dir %s: %v", srv.name, srv.tmpDir, left))
 		}
 	}
+	s.hubLeaks()
 	s.gwMu.Lock()
 	if left := gatewayKernels(s.t, s.gw); len(left) != 0 {
 		s.fail(invLeak, fmt.Sprintf("kernels left on the gateway after its server stopped: %v", left))
@@ -781,7 +802,7 @@ func (s *soak) report(took time.Duration) {
 	for _, n := range s.checks {
 		nc += n
 	}
-	fmt.Fprintf(&b, "soak report: seed %d, %v (load %v), %d sessions on %d servers, %d connections, %d task clients\n", s.cfg.seed, took.Round(time.Second), s.cfg.dur, len(s.workers), len(s.servers), len(s.slots), len(s.taskClients))
+	fmt.Fprintf(&b, "soak report: seed %d, %v (load %v), %d sessions on %d servers (the hub's among them), %d connections, %d task clients\n", s.cfg.seed, took.Round(time.Second), s.cfg.dur, len(s.workers), len(s.servers)+1, len(s.slots), len(s.taskClients))
 	fmt.Fprintf(&b, "calls: %d (slowest %v; bound %v)\n", total, s.slowest.Round(time.Millisecond), s.cfg.maxWait+5*time.Second)
 	for _, k := range sortedKeys(s.calls) {
 		fmt.Fprintf(&b, "  %-22s %d\n", k, s.calls[k])

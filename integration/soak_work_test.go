@@ -32,11 +32,18 @@ type soakWorker struct {
 	alt     *slot // another connection of the same user, or nil
 	rng     *rand.Rand
 	caps    map[string]bool
+	// files is the folder a relative path of a tool names, where it is not
+	// the server's working directory (the hub leg's person's server root).
+	files string
 
 	faultReq  chan string
 	epoch     atomic.Int64 // bumped by every fault that touches the session from outside
 	needCheck atomic.Bool
 	recoverGW atomic.Bool // the gateway came back: run until a run works
+	// impaired is set while the session's own kernel server is down (the
+	// hub leg's person's server, killed or stopped): its calls' failures
+	// are the fault's until a run works again (recover).
+	impaired atomic.Bool
 
 	n        int
 	expected []string // markers of ended runs, in history order
@@ -100,7 +107,7 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 	if _, ok := args["session_id"]; !ok && tool != "list_sessions" {
 		args["session_id"] = w.sid
 	}
-	impaired := w.srv.impaired.Load()
+	impaired := w.srv.impaired.Load() || w.impaired.Load()
 	f := w.fence(sl)
 	for w.srv.down.Load() || sl.down.Load() {
 		w.srv.waitUp()
@@ -116,7 +123,7 @@ func (w *soakWorker) call(sl *slot, tool string, args map[string]any) (soakRes, 
 	start := time.Now()
 	res, err := conn.call(ctx, tool, args)
 	d := time.Since(start)
-	faulted := impaired || w.fence(sl) != f || w.srv.down.Load() || w.srv.impaired.Load() || sl.down.Load()
+	faulted := impaired || w.fence(sl) != f || w.srv.down.Load() || w.srv.impaired.Load() || w.impaired.Load() || sl.down.Load()
 	if faulted {
 		w.opFaulted.Store(true)
 	}
@@ -614,6 +621,7 @@ func (w *soakWorker) recover() {
 		}
 	}
 	w.srv.impaired.Store(false)
+	w.impaired.Store(false)
 	w.epoch.Add(1)
 	w.lastPure = ""
 }
@@ -718,6 +726,9 @@ func (w *soakWorker) checkNotebook() {
 		return
 	}
 	path := res.str("path")
+	if w.files != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(w.files, path)
+	}
 	outs, err := notebookMarkers(path)
 	if err != nil {
 		if !faulted {
