@@ -441,6 +441,132 @@ func TestHubKernelsServerKilled(t *testing.T) {
 	}
 }
 
+// hubTinyPNG is a 1x1 PNG.
+const hubTinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// callStructured is a tool call's result: its text, its structured
+// content, and how many images it has.
+func callStructured(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, map[string]any, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	r := fromMCP(res)
+	return r.Text, r.Structured, r.Images
+}
+
+// TestHubKernelsParity: what works on gateway kernels works on kernels in
+// a person's hub server: images, input(), interrupt, timeouts (namespace
+// kept), a read beside a run (a subshell), run_notebook of a notebook in
+// the server, an R kernel from the server's kernelspecs, a task
+// (SEP-2663), and the web view showing the session's cells.
+func TestHubKernelsParity(t *testing.T) {
+	t.Parallel()
+	requireHubKernelParts(t)
+	requireIRkernel(t)
+	s := startHubOpts(t, map[string]string{"PYTHON_MCP_INTERPRETER": ""}, false, hubOptions{flags: []string{"--hub-kernels", "--max-wait", "60"}, config: hubKernelsConfig})
+	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	run := func(args map[string]any) (string, map[string]any, int) {
+		args["session_id"] = "p"
+		return callStructured(t, alice, "run_code", args)
+	}
+
+	// An image, as a notebook shows it.
+	out, st, images := run(map[string]any{"code": "import base64\nfrom IPython.display import Image, display\nkept = 7\ndisplay(Image(data=base64.b64decode('" + hubTinyPNG + "')))"})
+	if st["status"] != "ok" || images != 1 {
+		t.Errorf("an image (%d images): %v %s", images, st["status"], out)
+	}
+	// input(), answered with send_input.
+	out, st, _ = run(map[string]any{"code": "who = input('who? ')\nprint('hello', who)"})
+	if st["status"] != "input_requested" || !strings.Contains(out, "who?") {
+		t.Fatalf("input(): %v %s", st["status"], out)
+	}
+	if out, st, _ := callStructured(t, alice, "send_input", map[string]any{"session_id": "p", "text": "Ada"}); st["status"] != "ok" || !strings.Contains(out, "hello Ada") {
+		t.Errorf("send_input: %v %s", st["status"], out)
+	}
+	// A read beside a run: get_value answers while a loop runs.
+	_, st, _ = run(map[string]any{"code": "import time\nfor i in range(100):\n    time.sleep(0.1)", "background": true})
+	runID, _ := st["run_id"].(string)
+	if out := callText(t, alice, "get_value", map[string]any{"session_id": "p", "expression": "kept"}); !strings.Contains(out, "7") {
+		t.Errorf("get_value beside the run: %s", out)
+	}
+	if _, st, _ := callStructured(t, alice, "wait_run", map[string]any{"session_id": "p", "run_id": runID, "wait": 0}); st["status"] != "running" {
+		t.Errorf("the run after the read beside it: %v (the read waited for it?)", st["status"])
+	}
+	// interrupt_session stops it (a KeyboardInterrupt, as in a notebook);
+	// the namespace is kept.
+	callText(t, alice, "interrupt_session", map[string]any{"session_id": "p"})
+	if out, st, _ := callStructured(t, alice, "wait_run", map[string]any{"session_id": "p", "run_id": runID}); st["status"] != "error" || !strings.Contains(out, "KeyboardInterrupt") {
+		t.Errorf("the interrupted run: %v %s", st["status"], out)
+	}
+	// A timeout interrupts a busy loop; the namespace is kept.
+	if out, st, _ := run(map[string]any{"code": "while True:\n    pass", "timeout": 1}); st["status"] != "timeout" {
+		t.Errorf("timeout: %v %s", st["status"], out)
+	}
+	if out := callText(t, alice, "get_value", map[string]any{"session_id": "p", "expression": "kept"}); !strings.Contains(out, "7") {
+		t.Errorf("the namespace after the interrupt and the timeout: %s", out)
+	}
+	// run_notebook of a notebook in alice's server.
+	nb := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "outputs": [], "execution_count": null, "source": "nb_value = kept * 6\nprint('from the notebook', nb_value)"}]}`
+	if err := os.MkdirAll(filepath.Join(s.dir, "home", "alice", "nbs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "home", "alice", "nbs", "step.ipynb"), []byte(nb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := callText(t, alice, "run_notebook", map[string]any{"session_id": "p", "path": "nbs/step.ipynb"}); !strings.Contains(out, "from the notebook 42") {
+		t.Errorf("run_notebook: %s", out)
+	}
+	// An R kernel, from the kernelspecs alice's server has.
+	if out := callText(t, alice, "list_kernels", nil); !strings.Contains(out, "ir") {
+		t.Errorf("list_kernels has no R kernel: %s", out)
+	}
+	if out := callText(t, alice, "create_session", map[string]any{"session_id": "r", "kernel": "ir"}); strings.Contains(out, "rror") {
+		t.Errorf("create_session ir: %s", out)
+	}
+	if out := callText(t, alice, "run_code", map[string]any{"session_id": "r", "code": "paste('R', Sys.getenv('JUPYTERHUB_USER'), 6 * 7)"}); !strings.Contains(out, "R alice 42") {
+		t.Errorf("R in alice's server: %s", out)
+	}
+	// A task (SEP-2663) on alice's server.
+	tasks := &sepHTTPClient{t: t, url: s.mcpURL, token: accessTokenAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"))}
+	made, _ := tasks.post("tools/call", map[string]any{"name": "run_code", "arguments": map[string]any{"session_id": "p", "code": "print('task', nb_value)", "background": true}}, nil)
+	result, _ := made["result"].(map[string]any)
+	taskID, _ := result["taskId"].(string)
+	if result["resultType"] != "task" || taskID == "" {
+		t.Fatalf("a task: %v", made)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, _ := tasks.post("tasks/get", map[string]any{"taskId": taskID}, nil)
+		r, _ := got["result"].(map[string]any)
+		if r["status"] == "completed" {
+			if !strings.Contains(fmt.Sprint(r["result"]), "task 42") {
+				t.Errorf("the task's result: %v", r)
+			}
+			break
+		}
+		if r["status"] != "working" || time.Now().After(deadline) {
+			t.Fatalf("tasks/get: %v", got)
+		}
+		time.Sleep(200 * time.Millisecond) // the client's poll interval
+	}
+	// The web view shows the session's cells, the image among them.
+	browser := newPerson(t, "alice", "hub-password")
+	if resp, _ := browser.open(s.base + "/ui/"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice's web view: %d", resp.StatusCode)
+	}
+	resp, body := browser.do(http.MethodGet, s.base+"/ui/api/sessions/p/cells", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "image/png") || !strings.Contains(body, "from the notebook 42") {
+		t.Errorf("the web view's cells: %d %.600s", resp.StatusCode, body)
+	}
+}
+
 // TestHubKernelsNamedServer: with --hub-server-name, a person's kernels run
 // in their named server of that name, which the first call creates and
 // starts, and not in their default server.
