@@ -33,7 +33,14 @@ func (s *Engine) Gateway() *kernel.Gateway {
 		// A token that is missing now fails the start first, clearly
 		// (startUserServer); a listing goes through it too.
 		tok, _ := us.Token()
-		return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: tok, JupyterServer: true, Stopped: userServerStopped(us)}
+		return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: tok, JupyterServer: true, Stopped: userServerStopped(us),
+			// A new sign-in renews the token while kernels are open.
+			TokenNow: func() string {
+				if t, err := us.Token(); err == nil {
+					return t
+				}
+				return tok
+			}}
 	}
 	return &kernel.Gateway{URL: s.cfg.GatewayURL, Token: s.cfg.GatewayToken}
 }

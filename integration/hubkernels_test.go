@@ -444,6 +444,41 @@ func TestHubKernelsServerKilled(t *testing.T) {
 // hubTinyPNG is a 1x1 PNG.
 const hubTinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
+// TestHubKernelsTokenRenewed: when the hub token kernel-mcp holds for
+// alice expires (the hub's oauth_token_expires_in, 20 s here), her next
+// call is refused with 401, her MCP client signs in through the hub again
+// by itself, and the call goes on, in the same kernel (a reconnect of the
+// kernel's connection would use the new token: kernel.TestGatewayTokenNow).
+func TestHubKernelsTokenRenewed(t *testing.T) {
+	t.Parallel()
+	requireHubKernelParts(t)
+	s := startHubOpts(t, map[string]string{"PYTHON_MCP_INTERPRETER": ""}, false, hubOptions{flags: []string{"--hub-kernels"},
+		config: hubKernelsConfig + "\nc.JupyterHub.oauth_token_expires_in = 20\n"})
+	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
+	if err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	callText(t, alice, "run_code", map[string]any{"session_id": "a", "code": "x = 20"})
+	first := hubToken(t, s, "alice")
+	b, err := os.ReadFile(filepath.Join(s.dir, "state", "users", "alice", "hub-token.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		Expiry time.Time `json:"expiry"`
+	}
+	if err := json.Unmarshal(b, &tok); err != nil || tok.Expiry.IsZero() {
+		t.Fatalf("alice's hub token has no expiry: %v %s", err, b)
+	}
+	waitFor(t, time.Minute, "alice's hub token to expire", func() bool { return time.Now().After(tok.Expiry) })
+	if out := callText(t, alice, "run_code", map[string]any{"session_id": "a", "code": "x + 22"}); !strings.Contains(out, "42") {
+		t.Errorf("alice's call after her hub token expired: %s", out)
+	}
+	if hubToken(t, s, "alice") == first {
+		t.Error("alice's hub token was not renewed")
+	}
+}
+
 // callStructured is a tool call's result: its text, its structured
 // content, and how many images it has.
 func callStructured(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, map[string]any, int) {

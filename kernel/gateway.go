@@ -45,6 +45,10 @@ type Gateway struct {
 	// the kernel counts as lost. Default 10 s.
 	ReconnectWindow time.Duration
 
+	// TokenNow, if set, gives the token for each request and each
+	// redial instead of Token: one that changes while a kernel is open (a
+	// hub token renewed by a new sign-in) reaches the kernel's reconnects.
+	TokenNow func() string
 	// JupyterServer says the server is a Jupyter Server (a JupyterHub
 	// user's server), not a kernel gateway: start requests carry no env,
 	// which it would ignore, so none of this machine's KERNEL_* variables
@@ -90,6 +94,8 @@ type gatewayClient struct {
 	ownHC  bool // hc is ours, so its idle connections are ours to close
 	legacy bool // offer no subprotocol (Gateway.legacyFraming)
 	noEnv  bool // Gateway.JupyterServer
+	// tokenNow is Gateway.TokenNow.
+	tokenNow func() string
 	// stopped is Gateway.Stopped.
 	stopped func(ctx context.Context) string
 }
@@ -115,7 +121,7 @@ func (g *Gateway) client() (*gatewayClient, error) {
 	if w <= 0 {
 		w = 10 * time.Second
 	}
-	return &gatewayClient{base: u, token: g.Token, hc: hc, window: w, ownHC: own, legacy: g.legacyFraming, noEnv: g.JupyterServer, stopped: g.Stopped}, nil
+	return &gatewayClient{base: u, token: g.Token, hc: hc, window: w, ownHC: own, legacy: g.legacyFraming, noEnv: g.JupyterServer, stopped: g.Stopped, tokenNow: g.TokenNow}, nil
 }
 
 // quickACKTransport is http.DefaultTransport's settings with a dialer whose
@@ -243,8 +249,12 @@ func (c *gatewayClient) release() {
 
 func (c *gatewayClient) header() http.Header {
 	h := http.Header{}
-	if c.token != "" {
-		h.Set("Authorization", "token "+c.token)
+	tok := c.token
+	if c.tokenNow != nil {
+		tok = c.tokenNow()
+	}
+	if tok != "" {
+		h.Set("Authorization", "token "+tok)
 	}
 	return h
 }

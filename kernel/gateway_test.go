@@ -318,6 +318,29 @@ func TestGatewayStoppedServer(t *testing.T) {
 	}
 }
 
+// TestGatewayTokenNow: with TokenNow, every request and every redial
+// carries the token it gives now, not the one the kernel started with (a
+// hub token renewed by a new sign-in while the kernel is open).
+func TestGatewayTokenNow(t *testing.T) {
+	srv := gatewaytest.Shared(t, gatewaytest.KernelGateway)
+	var current atomic.Value
+	current.Store(srv.Token)
+	k, err := Start(testCtx(t, 90*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: "stale-token", TokenNow: func() string { return current.Load().(string) }}})
+	if err != nil {
+		t.Fatalf("Start: %v\n%s", err, srv.Log())
+	}
+	defer k.Close()
+	wantOutputs(t, mustExecute(t, k, "x = 6\nx * 7"), "execute_result 42")
+	g, _ := k.current()
+	ws := g.conn.(*wsConn)
+	sock, _, _ := ws.current()
+	sock.CloseNow()
+	wantOutputs(t, mustExecute(t, k, "x * 7"), "execute_result 42")
+	if n := ws.reconnects.Load(); n != 1 {
+		t.Errorf("reconnects = %d, want 1", n)
+	}
+}
+
 // TestGatewayJupyterServerGetsNoEnv: a start request to a Jupyter Server
 // (a hub user's server) carries none of this machine's variables, not even
 // the KERNEL_USERNAME a gateway needs.

@@ -188,11 +188,15 @@ func (s *Server) allowed(id Identity) bool {
 }
 
 // stillAllowed says why the user of a grant may no longer use this server
-// ("" if they may): the allowed users and groups changed since the sign-in.
+// ("" if they may): the allowed users and groups changed since the sign-in,
+// or Config.SignInNeeded asks for a new one.
 // A grant made before groups were kept (groupsKnown false) passes a check
 // by name only.
 func (s *Server) stillAllowed(g *grant) string {
 	if s.allowed(Identity{Name: g.Subject, Groups: g.Groups}) {
+		if s.cfg.SignInNeeded != nil {
+			return s.cfg.SignInNeeded(g.Subject)
+		}
 		return ""
 	}
 	if !g.GroupsKnown && len(s.cfg.AllowedGroups) > 0 {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"testing"
 	"time"
@@ -487,6 +488,40 @@ func TestAllowedListsApplyToGrants(t *testing.T) {
 	tok2 := c.signIn(id, "bob", "bob-pw")
 	if status, _ := c.call(tok2.access); status != http.StatusOK {
 		t.Errorf("a new sign-in of bob: %d", status)
+	}
+}
+
+// TestSignInNeeded: when Config.SignInNeeded asks for a new sign-in (the
+// hub token of --hub-kernels is gone), a token is refused with its reason
+// and a refresh with invalid_grant, so that the client signs in again;
+// once the new sign-in gave what was missing, it goes on.
+func TestSignInNeeded(t *testing.T) {
+	var missing atomic.Bool
+	e := newEnv(t, func(c *Config) {
+		c.SignInNeeded = func(user string) string {
+			if missing.Load() {
+				return "kernel-mcp holds no JupyterHub token for " + user + ": sign in again"
+			}
+			return ""
+		}
+	})
+	c := newRaw(t, e)
+	id := c.client()
+	tok := c.signIn(id, "bob", "bob-pw")
+	if status, _ := c.call(tok.access); status != http.StatusOK {
+		t.Fatalf("bob's token: %d", status)
+	}
+	missing.Store(true)
+	if status, body := c.callBody(tok.access); status != http.StatusUnauthorized || !strings.Contains(body, "holds no JupyterHub token for bob: sign in again") {
+		t.Errorf("bob's access token once his hub token is gone: %d %q", status, body)
+	}
+	if status, m := c.refresh(id, tok.refresh); status != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Errorf("bob's refresh once his hub token is gone: %d %v", status, m)
+	}
+	missing.Store(false) // the new sign-in brought one
+	tok2 := c.signIn(id, "bob", "bob-pw")
+	if status, _ := c.call(tok2.access); status != http.StatusOK {
+		t.Errorf("bob's new sign-in: %d", status)
 	}
 }
 

@@ -69,6 +69,13 @@ type Config struct {
 	// and the allowed lists admit, before the consent page: the MCP
 	// client's sign-in and the web view's alike. It must not block.
 	SignedIn func(Identity)
+	// SignInNeeded, if set, says why a user's sign-in can no longer be
+	// used ("" if it can): something the sign-in gave the server is gone
+	// or expired (the JupyterHub token of --hub-kernels). It applies as
+	// the allowed lists do, at every use of a token and every refresh:
+	// 401 and invalid_grant, so that the MCP client signs in again. It is
+	// called with the server's store locked, and must not block.
+	SignInNeeded func(user string) string
 	// Lifetimes; zero means the default.
 	AccessTokenLifetime  time.Duration
 	RefreshTokenLifetime time.Duration

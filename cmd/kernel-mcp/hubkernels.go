@@ -126,7 +126,7 @@ func (h *hubKernels) token(user string) (string, error) {
 		var err error
 		t, err = hub.LoadToken(h.tokenPath(user))
 		if errors.Is(err, hub.ErrNoToken) {
-			return "", fmt.Errorf("kernel-mcp holds no JupyterHub token for %s (the sign-in was made before --hub-kernels was on, or without a state folder): sign in again from your MCP client (sign out of kernel-mcp there first)", user)
+			return "", signInAgain(fmt.Sprintf("kernel-mcp holds no JupyterHub token for %s (the sign-in was made before --hub-kernels was on, or without a state folder): sign in again from your MCP client", user))
 		}
 		if err != nil {
 			return "", fmt.Errorf("reading %s's JupyterHub token: %v", user, err)
@@ -135,12 +135,34 @@ func (h *hubKernels) token(user string) (string, error) {
 		h.tokens[user] = t
 		h.mu.Unlock()
 	} else if !ok {
-		return "", fmt.Errorf("kernel-mcp holds no JupyterHub token for %s (it keeps them in memory only, without a state folder, and restarted since): sign in again from your MCP client", user)
+		return "", signInAgain(fmt.Sprintf("kernel-mcp holds no JupyterHub token for %s (it keeps them in memory only, without a state folder, and restarted since): sign in again from your MCP client", user))
 	}
 	if t.Expired(h.now()) {
-		return "", fmt.Errorf("the JupyterHub token kernel-mcp holds for %s expired at %s (the hub's oauth_token_expires_in): sign in again from your MCP client", user, t.Expiry.UTC().Format(time.RFC3339))
+		return "", signInAgain(fmt.Sprintf("the JupyterHub token kernel-mcp holds for %s expired at %s (the hub's oauth_token_expires_in): sign in again from your MCP client", user, t.Expiry.UTC().Format(time.RFC3339)))
 	}
 	return t.AccessToken, nil
+}
+
+// signInAgain is token's error when only a new sign-in gives kernel-mcp a
+// hub token for the user.
+type signInAgain string
+
+func (e signInAgain) Error() string { return string(e) }
+
+// signInNeeded is oauth.Config.SignInNeeded: a user for whom kernel-mcp
+// holds no usable hub token must sign in again, and their MCP client is
+// told so at once (401, then invalid_grant for its refresh token), which
+// makes it sign in through the hub again. A token file that cannot be read
+// is no reason: the call that needs it says why.
+func (h *hubKernels) signInNeeded(user string) string {
+	if h == nil {
+		return ""
+	}
+	var again signInAgain
+	if _, err := h.token(user); errors.As(err, &again) {
+		return string(again)
+	}
+	return ""
 }
 
 // apply points a user's server configuration at their hub server.

@@ -57,6 +57,11 @@ func TestHubKernelsTokens(t *testing.T) {
 	if _, err := h.token("alice"); err == nil || !strings.Contains(err.Error(), "sign in again") {
 		t.Errorf("no token yet: %v", err)
 	}
+	// The OAuth server refuses alice's tokens with that reason, so her
+	// client signs in again.
+	if why := h.signInNeeded("alice"); !strings.Contains(why, "holds no JupyterHub token for alice") {
+		t.Errorf("signInNeeded with no token: %q", why)
+	}
 	h.signedIn(oauth.Identity{Name: "alice", Token: &oauth2.Token{AccessToken: "alice-tok", Expiry: now.Add(time.Hour)}})
 	h.signedIn(oauth.Identity{Name: "carol"}) // an OpenID sign-in has none
 	st, err := os.Stat(filepath.Join(dir, "users", "alice", "hub-token.json"))
@@ -71,9 +76,27 @@ func TestHubKernelsTokens(t *testing.T) {
 	if tok, err := restarted.token("alice"); err != nil || tok != "alice-tok" {
 		t.Errorf("after a restart: %q %v", tok, err)
 	}
+	if why := restarted.signInNeeded("alice"); why != "" {
+		t.Errorf("signInNeeded with a live token: %q", why)
+	}
 	now = now.Add(2 * time.Hour)
 	if _, err := restarted.token("alice"); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired: %v", err)
+	}
+	if why := restarted.signInNeeded("alice"); !strings.Contains(why, "expired") {
+		t.Errorf("signInNeeded with an expired token: %q", why)
+	}
+	// A token file that cannot be read is no reason to sign in again.
+	unreadable := filepath.Join(dir, "users", "dave", "hub-token.json")
+	if err := os.MkdirAll(unreadable, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if why := restarted.signInNeeded("dave"); why != "" {
+		t.Errorf("signInNeeded with an unreadable token file: %q", why)
+	}
+	var nilHub *hubKernels
+	if why := nilHub.signInNeeded("alice"); why != "" {
+		t.Errorf("without --hub-kernels: %q", why)
 	}
 	var c mcpserver.Config
 	h.apply(&c, "alice")

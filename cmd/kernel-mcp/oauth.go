@@ -209,6 +209,7 @@ func newOAuthSide(cfg config, base mcpserver.Config, issuer string, login oauth.
 		AllowedGroups: oc.AllowedGroups,
 		Logger:        logger,
 		SignedIn:      hubKernels.signedIn,
+		SignInNeeded:  hubKernels.signInNeeded,
 	})
 	if err != nil {
 		return nil, err
