@@ -275,12 +275,12 @@ type slot struct {
 	// oauth, when set, signs the connection in (the hub leg's people)
 	// instead of the user's token.
 	oauth auth.OAuthHandler
-	temp bool        // a connection the soak drops mid-call: its client decides how long that takes
-	down atomic.Bool // while a fault replaces the connection: calls wait
-	srv  *soakServer
-	mu   sync.Mutex
-	conn soakConn
-	gen  atomic.Int64
+	temp  bool        // a connection the soak drops mid-call: its client decides how long that takes
+	down  atomic.Bool // while a fault replaces the connection: calls wait
+	srv   *soakServer
+	mu    sync.Mutex
+	conn  soakConn
+	gen   atomic.Int64
 }
 
 func (s *slot) get() (soakConn, int64) {
