@@ -494,7 +494,8 @@ func callStructured(t *testing.T, cs *mcp.ClientSession, tool string, args map[s
 }
 
 // TestHubKernelsParity: what works on gateway kernels works on kernels in
-// a person's hub server: images, input(), interrupt, timeouts (namespace
+// a person's hub server: images, save_figure, export_history and
+// save_script into the server, input(), interrupt, timeouts (namespace
 // kept), a read beside a run (a subshell), run_notebook of a notebook in
 // the server, an R kernel from the server's kernelspecs, a task
 // (SEP-2663), and the web view showing the session's cells.
@@ -516,6 +517,16 @@ func TestHubKernelsParity(t *testing.T) {
 	out, st, images := run(map[string]any{"code": "import base64\nfrom IPython.display import Image, display\nkept = 7\ndisplay(Image(data=base64.b64decode('" + hubTinyPNG + "')))"})
 	if st["status"] != "ok" || images != 1 {
 		t.Errorf("an image (%d images): %v %s", images, st["status"], out)
+	}
+	// The file tools write into alice's server.
+	home := filepath.Join(s.dir, "home", "alice")
+	for tool, path := range map[string]string{"save_figure": "out/dot.png", "export_history": "out/history.txt", "save_script": "out/script.py"} {
+		if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"session_id": "p", "path": path}}); isErr {
+			t.Errorf("%s: %s", tool, out)
+		}
+		if b, err := os.ReadFile(filepath.Join(home, path)); err != nil || len(b) == 0 {
+			t.Errorf("%s: %s in alice's server: %v", tool, path, err)
+		}
 	}
 	// input(), answered with send_input.
 	out, st, _ = run(map[string]any{"code": "who = input('who? ')\nprint('hello', who)"})
@@ -549,10 +560,10 @@ func TestHubKernelsParity(t *testing.T) {
 	}
 	// run_notebook of a notebook in alice's server.
 	nb := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "outputs": [], "execution_count": null, "source": "nb_value = kept * 6\nprint('from the notebook', nb_value)"}]}`
-	if err := os.MkdirAll(filepath.Join(s.dir, "home", "alice", "nbs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(home, "nbs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(s.dir, "home", "alice", "nbs", "step.ipynb"), []byte(nb), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home, "nbs", "step.ipynb"), []byte(nb), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out := callText(t, alice, "run_notebook", map[string]any{"session_id": "p", "path": "nbs/step.ipynb"}); !strings.Contains(out, "from the notebook 42") {
