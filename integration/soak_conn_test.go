@@ -111,13 +111,9 @@ func (g *goConn) close() {
 	}
 }
 
-func dialGoHTTP(ctx context.Context, url, token string) (*goConn, error) {
-	return dialGoHTTPAuth(ctx, url, token, nil)
-}
-
-// dialGoHTTPAuth is dialGoHTTP signed in with an OAuth client (oh) rather
-// than a fixed token, when oh is set.
-func dialGoHTTPAuth(ctx context.Context, url, token string, oh auth.OAuthHandler) (*goConn, error) {
+// dialGoHTTP connects a go-sdk client over streamable HTTP with token as
+// its bearer token, or, with oh set, signed in with that OAuth client.
+func dialGoHTTP(ctx context.Context, url, token string, oh auth.OAuthHandler) (*goConn, error) {
 	g := &goConn{}
 	d := &net.Dialer{}
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -337,7 +337,7 @@ func (s *soak) connect(ctx context.Context, sl *slot) error {
 		}
 		c = tc
 	} else {
-		gc, err := dialGoHTTPAuth(ctx, sl.srv.url(), s.tokens[sl.user], sl.oauth)
+		gc, err := dialGoHTTP(ctx, sl.srv.url(), s.tokens[sl.user], sl.oauth)
 		if err != nil {
 			return fmt.Errorf("%s: %v", sl.name, err)
 		}
