@@ -125,7 +125,7 @@ test: tracked vet staticcheck cross $(INTEGRATION_NODE) $(MCPB_NODE) $(OAUTH_NOD
 	$(GO) test -run '^$$' -fuzz FuzzDecodeStream -fuzztime 150000x ./kernel/
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 100000x ./history/
 
-# The soak (integration/soak_test.go): five servers, several clients, mixed
+# The soak (integration/soak_test.go): six servers, several clients, mixed
 # work and random faults for SOAK_MINUTES (default 10), then checks that
 # nothing was lost. SOAK_SEED (random by default) is printed, so a failure
 # can be replayed. Its 60 s version, with a fixed seed, runs in `make test`.
