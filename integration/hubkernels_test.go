@@ -95,19 +95,8 @@ func requireHubKernelParts(t *testing.T) string {
 // callResult is a tool call's text and whether it is an error result.
 func callResult(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, params)
-	if err != nil {
-		t.Fatalf("%s: %v", params.Name, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
+	r := fromMCP(callTool(t, cs, params))
+	return r.Text, r.IsError
 }
 
 // hubGet asks the hub's API with a token; it returns the status and body.
@@ -483,13 +472,7 @@ func TestHubKernelsTokenRenewed(t *testing.T) {
 // content, and how many images it has.
 func callStructured(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, map[string]any, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	r := fromMCP(res)
+	r := fromMCP(callTool(t, cs, &mcp.CallToolParams{Name: tool, Arguments: args}))
 	return r.Text, r.Structured, r.Images
 }
 
@@ -587,20 +570,8 @@ func TestHubKernelsParity(t *testing.T) {
 	if result["resultType"] != "task" || taskID == "" {
 		t.Fatalf("a task: %v", made)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got, _ := tasks.post("tasks/get", map[string]any{"taskId": taskID}, nil)
-		r, _ := got["result"].(map[string]any)
-		if r["status"] == "completed" {
-			if !strings.Contains(fmt.Sprint(r["result"]), "task 42") {
-				t.Errorf("the task's result: %v", r)
-			}
-			break
-		}
-		if r["status"] != "working" || time.Now().After(deadline) {
-			t.Fatalf("tasks/get: %v", got)
-		}
-		time.Sleep(200 * time.Millisecond) // the client's poll interval
+	if r := tasks.completed(taskID); !strings.Contains(fmt.Sprint(r["result"]), "task 42") {
+		t.Errorf("the task's result: %v", r)
 	}
 	// The web view shows the session's cells, the image among them.
 	browser := newPerson(t, "alice", "hub-password")

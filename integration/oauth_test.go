@@ -476,14 +476,21 @@ func dcr() *auth.AuthorizationCodeHandlerConfig {
 	}}
 }
 
-func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
+// callTool makes a tool call, failing the test when it gets no result.
+func callTool(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
+		t.Fatalf("%s: %v", params.Name, err)
 	}
+	return res
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	res := callTool(t, cs, &mcp.CallToolParams{Name: tool, Arguments: args})
 	var b strings.Builder
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {

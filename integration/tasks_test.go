@@ -510,18 +510,25 @@ func TestTasksHTTPUsers(t *testing.T) {
 	if res, _ := plain.post("tasks/get", map[string]any{"taskId": id}, nil); !strings.Contains(fmt.Sprint(res["error"]), "-32021") {
 		t.Errorf("tasks/get without the extension declared: %v", res)
 	}
+	if r := alice26.completed(id); !strings.Contains(fmt.Sprint(r["result"]), "step 3") {
+		t.Errorf("the completed task's result: %v", r)
+	}
+}
+
+// completed polls tasks/get until the task is completed, and returns
+// tasks/get's result; a status other than working or completed, or a
+// minute of working, fails the test.
+func (c *sepHTTPClient) completed(id string) map[string]any {
+	c.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		got, _ := alice26.post("tasks/get", map[string]any{"taskId": id}, nil)
+		got, _ := c.post("tasks/get", map[string]any{"taskId": id}, nil)
 		r, _ := got["result"].(map[string]any)
 		if r["status"] == "completed" {
-			if !strings.Contains(fmt.Sprint(r["result"]), "step 3") {
-				t.Errorf("the completed task's result: %v", r)
-			}
-			break
+			return r
 		}
 		if r["status"] != "working" || time.Now().After(deadline) {
-			t.Fatalf("tasks/get under 2026-07-28: %v", got)
+			c.t.Fatalf("tasks/get under 2026-07-28: %v", got)
 		}
 		time.Sleep(200 * time.Millisecond) // the client's poll interval
 	}

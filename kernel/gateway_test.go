@@ -263,21 +263,7 @@ func TestGatewayReconnect(t *testing.T) {
 // call ends with an error that names the gateway, once the reconnect
 // window is over.
 func TestGatewayDiesMidRun(t *testing.T) {
-	srv, err := gatewaytest.Start(context.Background(), gatewaytest.KernelGateway)
-	if err != nil {
-		gatewaytest.Unavailable(t, err)
-	}
-	defer srv.Stop()
-	k, err := Start(testCtx(t, 60*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: srv.Token, ReconnectWindow: 500 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	opts, started := startedSignal()
-	done := executeAsync(testCtx(t, 60*time.Second), k, "import time\nprint('started', flush=True)\ntime.sleep(60)", opts)
-	await(t, started, "the code to start")
-	srv.Kill()
-	r := await(t, done, "the execution")
+	r, srv := killGatewayMidRun(t, func(g *Gateway) { g.ReconnectWindow = 500 * time.Millisecond })
 	if !errors.Is(r.err, ErrKernelDied) || !strings.Contains(r.err.Error(), "lost the connection to gateway "+srv.URL) {
 		t.Fatalf("err = %v", r.err)
 	}
@@ -290,32 +276,47 @@ func TestGatewayDiesMidRun(t *testing.T) {
 // stops and Gateway.Stopped says so, the call ends at once with its
 // reason (the reconnect window, an hour here, is not waited out).
 func TestGatewayStoppedServer(t *testing.T) {
+	var killed atomic.Bool
+	r, _ := killGatewayMidRun(t, func(g *Gateway) {
+		g.ReconnectWindow = time.Hour
+		g.Stopped = func(context.Context) string {
+			if killed.Load() {
+				return "the hub stopped your server"
+			}
+			return ""
+		}
+	}, &killed)
+	if !errors.Is(r.err, ErrKernelDied) || !strings.Contains(r.err.Error(), "the hub stopped your server") {
+		t.Fatalf("err = %v", r.err)
+	}
+}
+
+// killGatewayMidRun starts a gateway of the test's own, a kernel on it
+// with the Gateway settings set makes, and kills the gateway while code
+// runs (setting each flag in killed first); it returns what the execution
+// ended with.
+func killGatewayMidRun(t *testing.T, set func(*Gateway), killed ...*atomic.Bool) (execReturn, *gatewaytest.Server) {
+	t.Helper()
 	srv, err := gatewaytest.Start(context.Background(), gatewaytest.KernelGateway)
 	if err != nil {
 		gatewaytest.Unavailable(t, err)
 	}
-	defer srv.Stop()
-	var killed atomic.Bool
-	stopped := func(context.Context) string {
-		if killed.Load() {
-			return "the hub stopped your server"
-		}
-		return ""
-	}
-	k, err := Start(testCtx(t, 60*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: srv.Token, ReconnectWindow: time.Hour, Stopped: stopped}})
+	t.Cleanup(func() { srv.Stop() })
+	g := &Gateway{URL: srv.URL, Token: srv.Token}
+	set(g)
+	k, err := Start(testCtx(t, 60*time.Second), Options{Gateway: g})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	t.Cleanup(func() { k.Close() })
 	opts, started := startedSignal()
 	done := executeAsync(testCtx(t, 60*time.Second), k, "import time\nprint('started', flush=True)\ntime.sleep(60)", opts)
 	await(t, started, "the code to start")
-	killed.Store(true)
-	srv.Kill()
-	r := await(t, done, "the execution")
-	if !errors.Is(r.err, ErrKernelDied) || !strings.Contains(r.err.Error(), "the hub stopped your server") {
-		t.Fatalf("err = %v", r.err)
+	for _, f := range killed {
+		f.Store(true)
 	}
+	srv.Kill()
+	return await(t, done, "the execution"), srv
 }
 
 // TestGatewayTokenNow: with TokenNow, every request and every redial
