@@ -366,7 +366,9 @@ func (ss *Session) ResolvePath(p string, access Access) (ToolPath, error) {
 		return ToolPath{}, errors.New("path is empty")
 	}
 	if ss.eng.cfg.UserServer != nil {
-		return ss.eng.serverPath(p)
+		tp, err := ss.eng.serverPath(p)
+		tp.attached = ss.choice.KernelID != ""
+		return tp, err
 	}
 	base, err := ss.cwd()
 	if err != nil {

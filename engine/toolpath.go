@@ -29,6 +29,9 @@ type ToolPath struct {
 	// (Config.UserServer), at rel from its root, and read and written
 	// through its contents API (userserver.go).
 	server *Engine
+	// attached says the session's kernel is one it attached to by id,
+	// which started wherever its starter chose, not at the server's root.
+	attached bool
 }
 
 // String is the path as the call named it.
@@ -36,17 +39,20 @@ func (p ToolPath) String() string { return p.abs }
 
 // Python is the path as a Python expression for code the session's kernel
 // runs (load_data's). A file in the user's server is named from the
-// folder the kernel started in, the server's root, so that a chdir in
-// the session does not change which file is read.
-func (p ToolPath) Python() string {
-	if p.server != nil {
-		return "os.path.join(get_ipython().starting_dir, " + PyString(p.rel) + ")"
+// folder the kernel started in, the server's root (kernels started there
+// start at its root), so that a chdir in the session does not change which
+// file is read. A kernel the session attached to by id started elsewhere
+// (a notebook's kernel starts in the notebook's folder): its path is
+// refused.
+func (p ToolPath) Python() (string, error) {
+	if p.server == nil {
+		return PyString(p.abs), nil
 	}
-	return PyString(p.abs)
+	if p.attached {
+		return "", fmt.Errorf("cannot name %s for this session's kernel: it was attached by kernel_id and started in a folder of its own, not at your server's root; read the file from code in the session instead (e.g. pandas.read_csv with a path from its working directory)", p.rel)
+	}
+	return `__import__("os").path.join(get_ipython().starting_dir, ` + PyString(p.rel) + ")", nil
 }
-
-// InServer reports whether the file is in the user's server.
-func (p ToolPath) InServer() bool { return p.server != nil }
 
 // escapes reports whether err is os.Root's refusal of a path or symlink
 // that leads out of the root. The os package exports no sentinel for it.

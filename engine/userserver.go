@@ -159,9 +159,15 @@ func (s *Engine) serverFileRefusal(verb string) error {
 // the user's server, of at most limit bytes (0: any size), without reading
 // it: the kernel reads it (load_data).
 func (s *Engine) checkServerFile(rel, verb string, limit int64) error {
-	ctx, cancel := context.WithTimeout(s.ctx, serverFileWait)
+	// The check holds the call before its run begins: a server that
+	// takes longer than --max-wait to start is said so, and goes on
+	// starting.
+	ctx, cancel := context.WithTimeout(s.ctx, min(serverFileWait, s.cfg.MaxWait))
 	defer cancel()
 	if err := s.startUserServer(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
+			return fmt.Errorf("cannot %s %s yet: your server %s is still starting after %v; the hub goes on starting it: ask again in a moment", verb, rel, s.cfg.UserServer.URL(), s.cfg.MaxWait)
+		}
 		return fmt.Errorf("cannot %s %s: %v", verb, rel, err)
 	}
 	if err := s.Gateway().StatContents(ctx, rel, limit); err != nil {

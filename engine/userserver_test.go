@@ -56,8 +56,15 @@ func TestUserServerStartIsTheRunsProgress(t *testing.T) {
 	}
 	// The kernel names it from the folder it started in, the server's
 	// root, whatever the session's code chdir'd to since.
-	if got, want := tp.Python(), `os.path.join(get_ipython().starting_dir, "out/a.ipynb")`; got != want || !tp.InServer() {
-		t.Errorf("as the kernel names it: %s, want %s", got, want)
+	if got, err := tp.Python(); got != `__import__("os").path.join(get_ipython().starting_dir, "out/a.ipynb")` || err != nil {
+		t.Errorf("as the kernel names it: %s %v", got, err)
+	}
+	// A kernel attached by id started in a folder of its own.
+	att := e.newSession("att", Choice{KernelID: "0123"})
+	if tp, err := att.ResolvePath("d.csv", ReadAccess); err != nil {
+		t.Error(err)
+	} else if _, err := tp.Python(); err == nil || !strings.Contains(err.Error(), "attached by kernel_id") {
+		t.Errorf("a path for an attached kernel: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

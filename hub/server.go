@@ -28,6 +28,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Limits on what the hub may send: a model or an error is small, and a
@@ -59,6 +61,8 @@ type Server struct {
 	// PollInterval is how often a server the hub is stopping is asked
 	// about again; default 500 ms.
 	PollInterval time.Duration
+
+	checks singleflight.Group // Gone's
 }
 
 // URL is the server's base URL through the hub's proxy, with a trailing
@@ -322,14 +326,37 @@ func (s *Server) Start(ctx context.Context, progress func(Progress)) error {
 // anything else means the hub found it gone, and the start it was asked
 // for is under way (which is what the person's next call would ask for).
 // A server stopped or being stopped is not started.
+//
+// Checks at the same time share one answer: the hub reports a server it is
+// polling for a start request as pending a start, so a second check
+// during the first would take a live server for one that had stopped. A
+// start already pending is no verdict either ("": asked again at the next
+// drop; a server that did stop no longer has the kernel then).
 func (s *Server) Gone(ctx context.Context) (string, error) {
+	ch := s.checks.DoChan("gone", func() (any, error) {
+		// The first caller's context must not cut the others' answer
+		// short; each caller still stops waiting when its own ends.
+		return s.gone(context.WithoutCancel(ctx))
+	})
+	select {
+	case r := <-ch:
+		why, _ := r.Val.(string)
+		return why, r.Err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (s *Server) gone(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	m, err := s.State(ctx)
 	if err != nil {
 		return "", err
 	}
 	switch {
 	case m.Pending == "spawn":
-		return "stopped and is being started again", nil
+		return "", nil
 	case m.Pending != "" || !m.Ready:
 		return "was stopped (by the hub's idle culler, an administrator, or from the hub's home page)", nil
 	}

@@ -161,7 +161,7 @@ func TestGone(t *testing.T) {
 	}{
 		{`{"ready": false, "pending": null}`, 0, "", "was stopped (by the hub's idle culler", false},
 		{`{"ready": false, "pending": "stop"}`, 0, "", "was stopped", false},
-		{`{"ready": false, "pending": "spawn"}`, 0, "", "being started again", false},
+		{`{"ready": false, "pending": "spawn"}`, 0, "", "", false},
 		{`{"ready": true, "pending": null}`, 400, `{"status": 400, "message": "alice is already running"}`, "", true},
 		{`{"ready": true, "pending": null}`, 400, `{"status": 400, "message": "alice is pending stop"}`, "", true},
 		{`{"ready": true, "pending": null}`, 202, "", "ended (JupyterHub found its process gone)", true},
@@ -196,3 +196,4 @@ func TestGone(t *testing.T) {
 		t.Errorf("a refused check: %q %v", why, err)
 	}
 }
+

@@ -590,17 +590,30 @@ func TestHubKernelsParity(t *testing.T) {
 func TestHubKernelsNamedServer(t *testing.T) {
 	t.Parallel()
 	requireHubKernelParts(t)
+	// The spawner gives the server a root of its own below the home
+	// folder it runs in (notebook_dir, as many deployments do): kernels
+	// start at the root, and load_data reads from there.
 	s := startHubOpts(t, map[string]string{"PYTHON_MCP_INTERPRETER": ""}, false, hubOptions{
 		flags:  []string{"--hub-kernels", "--hub-server-name", "mcp"},
-		config: hubKernelsConfig + "\nc.JupyterHub.allow_named_servers = True\n",
+		config: hubKernelsConfig + "\nc.JupyterHub.allow_named_servers = True\nc.Spawner.notebook_dir = '~/work'\n",
 	})
+	root := filepath.Join(s.dir, "home", "alice", "work")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "d.csv"), []byte("a\n1\n2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	alice, err := mcpAs(t, s.mcpURL, newPerson(t, "alice", "hub-password"), dcr())
 	if err != nil {
 		t.Fatalf("alice: %v", err)
 	}
-	out := callText(t, alice, "run_code", map[string]any{"code": "import os\nprint(os.environ['JUPYTERHUB_USER'], os.environ['JUPYTERHUB_SERVER_NAME'])"})
-	if !strings.Contains(out, "alice mcp") {
+	out := callText(t, alice, "run_code", map[string]any{"code": "import os\nprint(os.environ['JUPYTERHUB_USER'], os.environ['JUPYTERHUB_SERVER_NAME'], os.getcwd())"})
+	if !strings.Contains(out, "alice mcp "+root) {
 		t.Errorf("alice's run: %s", out)
+	}
+	if out := callText(t, alice, "load_data", map[string]any{"path": "d.csv"}); !strings.Contains(out, "2 rows x 1 columns") {
+		t.Errorf("load_data at the server's root: %s", out)
 	}
 	status, body := hubGet(t, http.MethodGet, s.apiURL+"/users/alice", "culler-test-token")
 	var m struct {

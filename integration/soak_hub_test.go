@@ -59,20 +59,30 @@ func (s *soak) addHubLeg(common []string) {
 }
 
 // hubFault kills or stops one person's single-user server under their
-// session. A server that is not running (a fault before stopped it and no
-// call has started it again) is left as it is.
+// session, once it runs (a fault before may have stopped it).
 func (s *soak) hubFault(kind string) {
 	ws := s.workersOf(s.hubSrv)
 	w := ws[s.rng.Intn(len(ws))]
 	user := w.primary.user
-	pid, ready, err := hubServerState(s.hub, user)
-	if err != nil {
-		s.fail(invProtocol, fmt.Sprintf("%s: asking the hub about %s's server: %v", kind, user, err))
-		return
-	}
-	if !ready {
-		s.t.Logf("soak: %s: %s's server is not running; nothing to do", kind, user)
-		return
+	// A server a fault stopped runs again once a call started it: wait
+	// for that (the worker goes on calling), so that each fault meets a
+	// running server.
+	var pid int
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		p, ready, err := hubServerState(s.hub, user)
+		if err != nil {
+			s.fail(invProtocol, fmt.Sprintf("%s: asking the hub about %s's server: %v", kind, user, err))
+			return
+		}
+		if ready {
+			pid = p
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Logf("soak: %s: %s's server did not run again within 30 s; nothing to do", kind, user)
+			return
+		}
+		time.Sleep(250 * time.Millisecond) // polling the hub's API: it sends no event
 	}
 	w.impaired.Store(true)
 	w.epoch.Add(1)

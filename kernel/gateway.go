@@ -52,7 +52,8 @@ type Gateway struct {
 	// JupyterServer says the server is a Jupyter Server (a JupyterHub
 	// user's server), not a kernel gateway: start requests carry no env,
 	// which it would ignore, so none of this machine's KERNEL_* variables
-	// or its user name reach a server that is somebody else's.
+	// or its user name reach a server that is somebody else's; and they
+	// ask for the kernel to start at the server's root.
 	JupyterServer bool
 	// Stopped, if set, is asked after a redial of a dropped WebSocket
 	// fails: a non-empty answer (why the server no longer runs) ends the
@@ -325,7 +326,13 @@ func (c *gatewayClient) noKernel(id string, err error) error {
 // is checked against the kernelspecs the server offers.
 func (c *gatewayClient) startKernel(ctx context.Context, name string, env map[string]string) (GatewayKernel, error) {
 	body := map[string]any{}
-	if !c.noEnv {
+	if c.noEnv {
+		// A Jupyter Server starts a kernel given a path in that folder
+		// of its root ("": the root itself), and one given none in the
+		// server process's own folder, which is not its root when the
+		// spawner set one (notebook_dir).
+		body["path"] = ""
+	} else {
 		body["env"] = env
 	}
 	if name != "" {

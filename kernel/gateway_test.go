@@ -324,9 +324,11 @@ func killGatewayMidRun(t *testing.T, set func(*Gateway), killed ...*atomic.Bool)
 // hub token renewed by a new sign-in while the kernel is open).
 func TestGatewayTokenNow(t *testing.T) {
 	srv := gatewaytest.Shared(t, gatewaytest.KernelGateway)
-	var current atomic.Value
-	current.Store(srv.Token)
-	k, err := Start(testCtx(t, 90*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: "stale-token", TokenNow: func() string { return current.Load().(string) }}})
+	var asked atomic.Int32
+	k, err := Start(testCtx(t, 90*time.Second), Options{Gateway: &Gateway{URL: srv.URL, Token: "stale-token", TokenNow: func() string {
+		asked.Add(1)
+		return srv.Token
+	}}})
 	if err != nil {
 		t.Fatalf("Start: %v\n%s", err, srv.Log())
 	}
@@ -335,10 +337,14 @@ func TestGatewayTokenNow(t *testing.T) {
 	g, _ := k.current()
 	ws := g.conn.(*wsConn)
 	sock, _, _ := ws.current()
+	before := asked.Load()
 	sock.CloseNow()
 	wantOutputs(t, mustExecute(t, k, "x * 7"), "execute_result 42")
 	if n := ws.reconnects.Load(); n != 1 {
 		t.Errorf("reconnects = %d, want 1", n)
+	}
+	if asked.Load() == before {
+		t.Error("the redial did not ask for the token")
 	}
 }
 

@@ -49,7 +49,11 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 		if err != nil {
 			return fmt.Errorf("load_data: %v", err)
 		}
-		read, err := datatools.ReaderOf(tp.String(), tp.Python(), in.Format)
+		expr, err := tp.Python()
+		if err != nil {
+			return fmt.Errorf("load_data: %v", err)
+		}
+		read, err := datatools.ReaderOf(tp.String(), expr, in.Format)
 		if err != nil {
 			return err
 		}
@@ -57,9 +61,6 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 			return err
 		}
 		code = datatools.LoadCode(name, read)
-		if tp.InServer() {
-			code = "import os\n" + code
-		}
 		return nil
 	})
 	if err != nil {

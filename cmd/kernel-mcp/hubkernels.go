@@ -70,6 +70,7 @@ type hubKernels struct {
 
 	mu     sync.Mutex
 	tokens map[string]hub.Token
+	none   map[string]bool // users whose token file was looked for and missing
 }
 
 func newHubKernels(cfg config, hc oauth.HubConfig, stateDir string, logger *slog.Logger) *hubKernels {
@@ -85,7 +86,7 @@ func newHubKernels(cfg config, hc oauth.HubConfig, stateDir string, logger *slog
 		// A transport of its own, whose idle connections close with
 		// the server (close).
 		hc:     &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		logger: logger, now: time.Now, tokens: map[string]hub.Token{},
+		logger: logger, now: time.Now, tokens: map[string]hub.Token{}, none: map[string]bool{},
 	}
 }
 
@@ -108,8 +109,11 @@ func (h *hubKernels) signedIn(id oauth.Identity) {
 	}
 	t := hub.Token{AccessToken: id.Token.AccessToken, Expiry: id.Token.Expiry, SavedAt: h.now()}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.tokens[id.Name] = t
+	delete(h.none, id.Name)
+	h.mu.Unlock()
+	// Written outside the lock: token is asked at every use of every
+	// person's OAuth token (signInNeeded), and must not wait for a disk.
 	if h.stateDir != "" {
 		if err := hub.SaveToken(h.tokenPath(id.Name), t); err != nil {
 			h.logger.Error("cannot keep the user's JupyterHub token; it is kept in memory until kernel-mcp stops", "user", id.Name, "error", err)
@@ -121,18 +125,32 @@ func (h *hubKernels) signedIn(id oauth.Identity) {
 func (h *hubKernels) token(user string) (string, error) {
 	h.mu.Lock()
 	t, ok := h.tokens[user]
+	none := h.none[user]
 	h.mu.Unlock()
 	if !ok && h.stateDir != "" {
 		var err error
-		t, err = hub.LoadToken(h.tokenPath(user))
+		if none {
+			err = hub.ErrNoToken // looked for already: only a sign-in brings one
+		} else {
+			t, err = hub.LoadToken(h.tokenPath(user))
+		}
 		if errors.Is(err, hub.ErrNoToken) {
+			h.mu.Lock()
+			if _, signedIn := h.tokens[user]; !signedIn {
+				h.none[user] = true
+			}
+			h.mu.Unlock()
 			return "", signInAgain(fmt.Sprintf("kernel-mcp holds no JupyterHub token for %s (the sign-in was made before --hub-kernels was on, or without a state folder): sign in again from your MCP client", user))
 		}
 		if err != nil {
 			return "", fmt.Errorf("reading %s's JupyterHub token: %v", user, err)
 		}
 		h.mu.Lock()
-		h.tokens[user] = t
+		if newer, have := h.tokens[user]; have {
+			t = newer // a sign-in while the file was read
+		} else {
+			h.tokens[user] = t
+		}
 		h.mu.Unlock()
 	} else if !ok {
 		return "", signInAgain(fmt.Sprintf("kernel-mcp holds no JupyterHub token for %s (it keeps them in memory only, without a state folder, and restarted since): sign in again from your MCP client", user))

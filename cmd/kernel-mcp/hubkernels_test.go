@@ -62,7 +62,15 @@ func TestHubKernelsTokens(t *testing.T) {
 	if why := h.signInNeeded("alice"); !strings.Contains(why, "holds no JupyterHub token for alice") {
 		t.Errorf("signInNeeded with no token: %q", why)
 	}
+	// A missing file is looked for once; the sign-in that brings a token
+	// ends that.
+	if _, err := h.token("alice"); err == nil || !h.none["alice"] {
+		t.Errorf("no token, asked again: %v (remembered as missing: %v)", err, h.none["alice"])
+	}
 	h.signedIn(oauth.Identity{Name: "alice", Token: &oauth2.Token{AccessToken: "alice-tok", Expiry: now.Add(time.Hour)}})
+	if tok, err := h.token("alice"); err != nil || tok != "alice-tok" || h.none["alice"] {
+		t.Errorf("after the sign-in: %q %v", tok, err)
+	}
 	h.signedIn(oauth.Identity{Name: "carol"}) // an OpenID sign-in has none
 	st, err := os.Stat(filepath.Join(dir, "users", "alice", "hub-token.json"))
 	if err != nil || st.Mode().Perm() != 0o600 {
