@@ -196,4 +196,3 @@ func TestGone(t *testing.T) {
 		t.Errorf("a refused check: %q %v", why, err)
 	}
 }
-
