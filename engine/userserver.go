@@ -110,18 +110,27 @@ func (s *Engine) GatewayKernelSpecs(ctx context.Context) ([]kernel.GatewaySpec, 
 	if g == nil {
 		return nil, "", fmt.Errorf("kernels run locally here: there is no gateway")
 	}
-	if us := s.cfg.UserServer; us != nil {
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
-		err := s.startUserServer(sctx)
-		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, "", fmt.Errorf("your server %s is still starting after %v; the hub goes on starting it: ask again in a moment", us.URL(), s.cfg.MaxWait)
-		}
-		if err != nil {
-			return nil, "", err
-		}
+	if err := s.awaitUserServer(ctx); err != nil {
+		return nil, "", err
 	}
 	return s.Gateway().KernelSpecs(ctx)
+}
+
+// awaitUserServer makes sure the user's server runs (if there is one),
+// holding the caller at most MaxWait: a start that takes longer goes on at
+// the hub, and the error says to ask again.
+func (s *Engine) awaitUserServer(ctx context.Context) error {
+	us := s.cfg.UserServer
+	if us == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
+	defer cancel()
+	err := s.startUserServer(sctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("your server %s is still starting after %v; the hub goes on starting it: ask again in a moment", us.URL(), s.cfg.MaxWait)
+	}
+	return err
 }
 
 // Files in the user's server. A tool's path names a file under the
@@ -159,15 +168,10 @@ func (s *Engine) serverFileRefusal(verb string) error {
 // the user's server, of at most limit bytes (0: any size), without reading
 // it: the kernel reads it (load_data).
 func (s *Engine) checkServerFile(rel, verb string, limit int64) error {
-	// The check holds the call before its run begins: a server that
-	// takes longer than --max-wait to start is said so, and goes on
-	// starting.
-	ctx, cancel := context.WithTimeout(s.ctx, min(serverFileWait, s.cfg.MaxWait))
+	ctx, cancel := context.WithTimeout(s.ctx, serverFileWait)
 	defer cancel()
-	if err := s.startUserServer(ctx); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
-			return fmt.Errorf("cannot %s %s yet: your server %s is still starting after %v; the hub goes on starting it: ask again in a moment", verb, rel, s.cfg.UserServer.URL(), s.cfg.MaxWait)
-		}
+	// The check holds the call before its run begins.
+	if err := s.awaitUserServer(ctx); err != nil {
 		return fmt.Errorf("cannot %s %s: %v", verb, rel, err)
 	}
 	if err := s.Gateway().StatContents(ctx, rel, limit); err != nil {
