@@ -256,7 +256,7 @@ func TestHubKernels(t *testing.T) {
 	if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": "data/prices.csv", "name": "prices"}}); isErr || !strings.Contains(out, "3 rows x 2 columns") {
 		t.Errorf("load_data (error %v): %s", isErr, out)
 	}
-	for p, want := range map[string]string{"data/missing.csv": "has no file data/missing.csv", "/etc/passwd.csv": "is absolute", "data/x.bin": "cannot tell the format"} {
+	for p, want := range map[string]string{"data/missing.csv": "has no file data/missing.csv", "/etc/passwd.csv": "is absolute", "step.py": "cannot tell the format of step.py"} {
 		if out, isErr := callResult(t, alice, &mcp.CallToolParams{Name: "load_data", Arguments: map[string]any{"session_id": "alices", "path": p}}); !isErr || !strings.Contains(out, want) {
 			t.Errorf("load_data %s (error %v): %s, want %q", p, isErr, out, want)
 		}

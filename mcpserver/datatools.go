@@ -53,11 +53,11 @@ func (s *Server) loadData(ctx context.Context, req *mcp.CallToolRequest, in Load
 		if err != nil {
 			return fmt.Errorf("load_data: %v", err)
 		}
-		read, err := datatools.ReaderOf(tp.String(), expr, in.Format)
-		if err != nil {
+		if err := tp.CheckFile("load", 0); err != nil {
 			return err
 		}
-		if err := tp.CheckFile("load", 0); err != nil {
+		read, err := datatools.ReaderOf(tp.String(), expr, in.Format)
+		if err != nil {
 			return err
 		}
 		code = datatools.LoadCode(name, read)
